@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { runtimeCommand } from './commands/runtime.js';
+import { kubeletCommand } from './commands/kubelet.js';
+import { demoCommand } from './commands/demo.js';
+
+const program = new Command('cri-winsim')
+  .description('A simulated Windows Kubernetes node: CRI runtime, GMSA and RunAsUserName, fake kubelet.')
+  .version('0.1.0')
+  .showHelpAfterError();
+
+program.addCommand(runtimeCommand());
+program.addCommand(kubeletCommand());
+program.addCommand(demoCommand());
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`cri-winsim: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
