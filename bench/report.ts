@@ -1,0 +1,150 @@
+/** The benchmark's result model and its writers: one JSON document and two small SVG charts. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderBarChart, type BarChart } from './chart.js';
+import { ratio, type LatencySummary } from './stats.js';
+
+export type Target = 'runtime' | 'floor';
+
+/** One lifecycle scenario at one concurrency against one target. */
+export interface LifecycleRun {
+  pods: number;
+  failedPods: number;
+  elapsedMs: number;
+  podsPerSecond: number;
+  /** Successful lifecycle RPCs per second. */
+  rpcsPerSecond: number;
+  stoppedBy: string;
+  errors: string[];
+  operations: Record<string, LatencySummary>;
+}
+
+export interface LatencyRatios {
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+}
+
+export interface LifecycleComparison {
+  scenario: 'gmsa-lifecycle' | 'plain-lifecycle';
+  concurrency: number;
+  runtime: LifecycleRun;
+  floor: LifecycleRun;
+  /** runtime / floor for every figure (throughput: higher is better; latency: lower is better). */
+  ratios: {
+    podsPerSecond: number | null;
+    rpcsPerSecond: number | null;
+    operations: Record<string, LatencyRatios>;
+  };
+}
+
+export interface ListComparison {
+  operation: 'ListContainers' | 'ListPodSandbox';
+  liveObjects: number;
+  /** Items in the runtime's answer (checks the setup). */
+  itemsReturned: number;
+  runtime: LatencySummary;
+  floor: LatencySummary;
+  ratios: LatencyRatios;
+}
+
+export interface TargetCheck {
+  name: string;
+  measured: number | null;
+  limit: string;
+  pass: boolean | null;
+}
+
+export interface BenchReport {
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  machine: {
+    cpus: number;
+    cpuModel: string;
+    totalMemoryMiB: number;
+    node: string;
+    platform: string;
+    /** 1/5/15-minute load averages: the machine may be shared, and the figures are only as quiet as it was. */
+    loadAverageAtStart?: number[];
+    loadAverageAtEnd?: number[];
+  };
+  bounds: Record<string, number | number[] | string>;
+  runtime: {
+    startupMs: number;
+    rssAtStartKiB: number;
+    memory: { liveContainers: number; rssBeforeKiB: number; rssAfterKiB: number; bytesPerContainer: number }[];
+  };
+  lifecycle: LifecycleComparison[];
+  lists: ListComparison[];
+  kubelet: unknown;
+  targets: TargetCheck[];
+  notes: string[];
+}
+
+export function compareLatency(ours: LatencySummary, floor: LatencySummary | undefined): LatencyRatios {
+  return { p50: ratio(ours.p50, floor?.p50), p90: ratio(ours.p90, floor?.p90), p99: ratio(ours.p99, floor?.p99) };
+}
+
+export function compareLifecycle(
+  scenario: LifecycleComparison['scenario'],
+  concurrency: number,
+  runtime: LifecycleRun,
+  floor: LifecycleRun,
+): LifecycleComparison {
+  const operations: Record<string, LatencyRatios> = {};
+  for (const [op, summary] of Object.entries(runtime.operations)) operations[op] = compareLatency(summary, floor.operations[op]);
+  return {
+    scenario,
+    concurrency,
+    runtime,
+    floor,
+    ratios: {
+      podsPerSecond: ratio(runtime.podsPerSecond, floor.podsPerSecond),
+      rpcsPerSecond: ratio(runtime.rpcsPerSecond, floor.rpcsPerSecond),
+      operations,
+    },
+  };
+}
+
+const OURS = { name: 'cri-winsim runtime', color: '#2b6cb0' };
+const FLOOR = { name: 'no-op gRPC floor', color: '#a0aec0' };
+
+export function throughputChart(report: Pick<BenchReport, 'lifecycle'>): BarChart {
+  return {
+    title: 'Pod lifecycle throughput (8 RPCs per pod), higher is better',
+    unit: 'RPCs/s',
+    series: [OURS, FLOOR],
+    rows: report.lifecycle.map((c) => ({
+      label: `${c.scenario} c=${c.concurrency}`,
+      values: [c.runtime.rpcsPerSecond, c.floor.rpcsPerSecond],
+    })),
+  };
+}
+
+export function listLatencyChart(report: Pick<BenchReport, 'lists'>): BarChart {
+  return {
+    title: 'List latency p50 by live objects, lower is better',
+    unit: 'ms',
+    series: [OURS, FLOOR],
+    rows: report.lists.map((l) => ({
+      label: `${l.operation} ${l.liveObjects.toLocaleString('en-US')}`,
+      values: [l.runtime.p50, l.floor.p50],
+    })),
+  };
+}
+
+/** Writes bench-results.json, lifecycle-throughput.svg and list-latency.svg into dir; returns their paths. */
+export function writeReport(dir: string, report: BenchReport): string[] {
+  mkdirSync(dir, { recursive: true });
+  const files: [string, string][] = [
+    ['bench-results.json', JSON.stringify(report, null, 2) + '\n'],
+    ['lifecycle-throughput.svg', renderBarChart(throughputChart(report))],
+    ['list-latency.svg', renderBarChart(listLatencyChart(report))],
+  ];
+  return files.map(([name, text]) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  });
+}

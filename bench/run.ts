@@ -1,0 +1,373 @@
+/**
+ * `npm run bench`: drives the runtime through its real unix socket with the project's gRPC client
+ * and compares every figure with a no-op gRPC server (the floor) driven by the same client in the
+ * same run. Writes bench/results/bench-results.json and two SVG charts.
+ *
+ *   node dist/bench/run.js [--quick] [--seconds 6] [--concurrency 1,16,64]
+ *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--skip-lists] [--cpu-prof] [--metrics] [--out DIR] [--cli PATH]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
+import { startFloorProcess, type FloorProcess } from './floor-process.js';
+import { runConcurrently } from './runner.js';
+import { startRuntime, type RuntimeProcess } from './runtime-process.js';
+import {
+  compareLatency,
+  compareLifecycle,
+  writeReport,
+  type BenchReport,
+  type LifecycleComparison,
+  type LifecycleRun,
+  type ListComparison,
+  type Target,
+  type TargetCheck,
+} from './report.js';
+import { LatencyRecorder, summarize } from './stats.js';
+import { LIFECYCLE_RPCS, addLivePods, podLifecycle, pullBenchImage } from './workload.js';
+
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+interface Settings {
+  seconds: number;
+  concurrency: number[];
+  listSizes: number[];
+  listSeconds: number;
+  listIterations: number;
+  warmupPods: number;
+  lifecycle: boolean;
+  lists: boolean;
+  cpuProf: boolean;
+  /** Run the runtime with --metrics-addr 127.0.0.1:0 (measures the metrics' cost). */
+  metrics: boolean;
+  out: string;
+  /** The CLI to start as the runtime (default: this package's dist/src/cli.js); lets two builds be compared. */
+  cli: string;
+  /** Upper bound of lifecycle pods per run (per target, scenario and concurrency). */
+  maxPods: number;
+  setupSecondsPer10k: number;
+}
+
+function numberList(text: string, flag: string): number[] {
+  const values = text.split(',').map((s) => Number(s.trim()));
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new Error(`${flag} ${JSON.stringify(text)}: expected comma-separated positive integers`);
+  }
+  return values;
+}
+
+function parseSettings(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      seconds: { type: 'string' },
+      concurrency: { type: 'string' },
+      'list-sizes': { type: 'string' },
+      'skip-lifecycle': { type: 'boolean', default: false },
+      'skip-lists': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'boolean', default: false },
+      metrics: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      cli: { type: 'string' },
+    },
+    strict: true,
+  });
+  const quick = values.quick === true;
+  const seconds = values.seconds !== undefined ? Number(values.seconds) : quick ? 2 : 6;
+  if (!(seconds > 0 && seconds <= 60)) throw new Error(`--seconds ${values.seconds}: expected a number in (0, 60]`);
+  return {
+    seconds,
+    concurrency: values.concurrency !== undefined ? numberList(values.concurrency, '--concurrency') : [1, 16, 64],
+    listSizes: values['list-sizes'] !== undefined ? numberList(values['list-sizes'], '--list-sizes') : quick ? [1000, 10000] : [1000, 10000, 50000],
+    listSeconds: quick ? 2 : 5,
+    listIterations: quick ? 10 : 40,
+    warmupPods: quick ? 20 : 100,
+    lifecycle: values['skip-lifecycle'] !== true,
+    lists: values['skip-lists'] !== true,
+    cpuProf: values['cpu-prof'] === true,
+    metrics: values.metrics === true,
+    out: resolve(values.out ?? join(PACKAGE_ROOT, 'bench', 'results')),
+    cli: resolve(values.cli ?? join(PACKAGE_ROOT, 'dist', 'src', 'cli.js')),
+    maxPods: 20000,
+    setupSecondsPer10k: 60,
+  };
+}
+
+const CALL = { timeoutMs: 15000 };
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Runtime and floor alternate in this order (ABBA), so drift on a shared machine hits both alike. */
+const ROUND_ORDER: readonly Target[] = ['runtime', 'floor', 'floor', 'runtime', 'runtime', 'floor', 'floor', 'runtime'];
+
+/**
+ * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds in
+ * total, split over two rounds of the ABBA order; samples and counts of the rounds are merged.
+ */
+async function lifecyclePair(
+  clients: Record<Target, CriClient>,
+  scenario: LifecycleComparison['scenario'],
+  concurrency: number,
+  image: string,
+  logRoot: string,
+  settings: Settings,
+): Promise<Record<Target, LifecycleRun>> {
+  const rounds = ROUND_ORDER.filter((t) => t === 'runtime').length;
+  const acc: Record<Target, { recorder: LatencyRecorder; completed: number; failed: number; elapsedMs: number; stoppedBy: Set<string>; errors: Set<string> }> = {
+    runtime: { recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, stoppedBy: new Set(), errors: new Set() },
+    floor: { recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, stoppedBy: new Set(), errors: new Set() },
+  };
+  const gmsa = scenario === 'gmsa-lifecycle';
+  for (const [round, target] of ROUND_ORDER.entries()) {
+    const a = acc[target];
+    const outcome = await runConcurrently(
+      {
+        concurrency,
+        maxIterations: Math.ceil(settings.maxPods / rounds),
+        maxDurationMs: (settings.seconds * 1000) / rounds,
+        maxFailures: 20,
+      },
+      (_worker, i) =>
+        podLifecycle(clients[target], a.recorder, { name: `${target}-${scenario}-c${concurrency}-r${round}-${i}`, gmsa, logRoot }, image, CALL),
+    );
+    a.completed += outcome.completed;
+    a.failed += outcome.failed;
+    a.elapsedMs += outcome.elapsedMs;
+    a.stoppedBy.add(outcome.stoppedBy);
+    for (const e of outcome.errors) a.errors.add(e);
+    if (outcome.stoppedBy === 'failures') break;
+  }
+  const finish = (target: Target): LifecycleRun => {
+    const a = acc[target];
+    const seconds = a.elapsedMs / 1000;
+    const all = a.completed + a.failed > 0 ? a.recorder.summaries() : {};
+    const operations: LifecycleRun['operations'] = {};
+    for (const rpc of LIFECYCLE_RPCS) if (all[rpc]) operations[rpc] = all[rpc];
+    return {
+      pods: a.completed,
+      failedPods: a.failed,
+      elapsedMs: Math.round(a.elapsedMs),
+      podsPerSecond: seconds > 0 ? round(a.completed / seconds) : 0,
+      rpcsPerSecond: seconds > 0 ? round((a.completed * LIFECYCLE_RPCS.length) / seconds) : 0,
+      stoppedBy: [...a.stoppedBy].join(','),
+      errors: [...a.errors].slice(0, 5),
+      operations,
+    };
+  };
+  return { runtime: finish('runtime'), floor: finish('floor') };
+}
+
+function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+async function timeList(
+  cri: CriClient,
+  operation: ListComparison['operation'],
+  settings: Settings,
+): Promise<ReturnType<typeof summarize>> {
+  const recorder = new LatencyRecorder();
+  const outcome = await runConcurrently(
+    { concurrency: 1, maxIterations: settings.listIterations, maxDurationMs: settings.listSeconds * 1000, maxFailures: 3 },
+    async () => {
+      await recorder.time<unknown>(operation, () =>
+        operation === 'ListContainers'
+          ? unaryCall(cri.runtime, 'ListContainers', { filter: {} }, CALL)
+          : unaryCall(cri.runtime, 'ListPodSandbox', { filter: {} }, CALL),
+      );
+    },
+  );
+  if (outcome.completed === 0) throw new Error(`${operation}: every call failed: ${outcome.errors.join('; ')}`);
+  return recorder.summaries()[operation];
+}
+
+function fmt(n: number | null | undefined, digits = 2): string {
+  return n === null || n === undefined ? '-' : n.toFixed(digits);
+}
+
+function checkTargets(report: BenchReport): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const gmsa64 = report.lifecycle.find((c) => c.scenario === 'gmsa-lifecycle' && c.concurrency === 64);
+  const r = gmsa64?.ratios.rpcsPerSecond ?? null;
+  checks.push({ name: 'full GMSA lifecycle RPCs/s at concurrency 64, ours/floor', measured: r, limit: '>= 0.6', pass: r === null ? null : r >= 0.6 });
+  let worst: number | null = null;
+  let worstName = '';
+  for (const c of report.lifecycle.filter((x) => x.concurrency === 1)) {
+    for (const [op, ratios] of Object.entries(c.ratios.operations)) {
+      if (ratios.p99 !== null && (worst === null || ratios.p99 > worst)) {
+        worst = ratios.p99;
+        worstName = `${c.scenario} ${op}`;
+      }
+    }
+  }
+  checks.push({
+    name: `worst lifecycle RPC p99 at concurrency 1, ours/floor${worstName ? ` (${worstName})` : ''}`,
+    measured: worst,
+    limit: '<= 2',
+    pass: worst === null ? null : worst <= 2,
+  });
+  const list10k = report.lists.find((l) => l.operation === 'ListContainers' && l.liveObjects === 10000);
+  const p50 = list10k ? round(list10k.runtime.p50) : null;
+  checks.push({ name: 'ListContainers over 10,000 containers p50 (ms)', measured: p50, limit: '< 50', pass: p50 === null ? null : p50 < 50 });
+  const mem = report.runtime.memory.length > 0 ? report.runtime.memory[report.runtime.memory.length - 1] : undefined;
+  const perContainer = mem ? mem.bytesPerContainer : null;
+  checks.push({
+    name: `resident memory per idle container (bytes, at ${mem?.liveContainers ?? 0} live pods, sandbox included)`,
+    measured: perContainer,
+    limit: '< 4096',
+    pass: perContainer === null ? null : perContainer < 4096,
+  });
+  return checks;
+}
+
+async function main(): Promise<void> {
+  const settings = parseSettings(process.argv.slice(2));
+  const startedAt = new Date().toISOString();
+  const work = mkdtempSync(join(tmpdir(), 'cri-winsim-bench-'));
+  const logRoot = join(work, 'pod-logs');
+  let runtime: RuntimeProcess | undefined;
+  let floor: FloorProcess | undefined;
+  let ours: CriClient | undefined;
+  let base: CriClient | undefined;
+  const notes: string[] = [];
+  try {
+    floor = await startFloorProcess(join(work, 'floor.sock'));
+    const profileDir = join(settings.out, 'profiles');
+    runtime = await startRuntime({
+      cliPath: settings.cli,
+      socketPath: join(work, 'runtime.sock'),
+      stateDir: join(work, 'state'),
+      nodeArgs: settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+      runtimeArgs: settings.metrics ? ['--metrics-addr', '127.0.0.1:0'] : [],
+    });
+    const rssAtStartKiB = await runtime.rssKiB();
+    log(`runtime pid ${runtime.pid} ready in ${runtime.startupMs.toFixed(0)} ms, RSS ${rssAtStartKiB} KiB`);
+    ours = createCriClient(runtime.endpoint);
+    base = createCriClient(floor.endpoint);
+    await unaryCall(ours.runtime, 'Version', {}, CALL);
+    await unaryCall(base.runtime, 'Version', {}, CALL);
+    const image = await pullBenchImage(ours, CALL);
+    await pullBenchImage(base, CALL);
+
+    const report: BenchReport = {
+      startedAt,
+      finishedAt: '',
+      command: `node dist/bench/run.js ${process.argv.slice(2).join(' ')}`.trim(),
+      machine: {
+        cpus: cpus().length,
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        totalMemoryMiB: Math.round(totalmem() / 2 ** 20),
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        loadAverageAtStart: loadavg().map((l) => round(l)),
+        loadAverageAtEnd: [],
+      },
+      bounds: {
+        secondsPerLifecycleRun: settings.seconds,
+        maxPodsPerLifecycleRun: settings.maxPods,
+        concurrency: settings.concurrency,
+        listSizes: settings.listSizes,
+        listIterations: settings.listIterations,
+        listSeconds: settings.listSeconds,
+        runtimeMetrics: settings.metrics ? 'on (--metrics-addr 127.0.0.1:0)' : 'off',
+      },
+      runtime: { startupMs: round(runtime.startupMs), rssAtStartKiB, memory: [] },
+      lifecycle: [],
+      lists: [],
+      kubelet: { status: 'not measured in this run' },
+      targets: [],
+      notes,
+    };
+
+    if (settings.lifecycle) {
+      // Warm both sides (JIT, connection, image cache) before anything is timed.
+      for (const [cri, target] of [[ours, 'runtime'], [base, 'floor']] as const) {
+        const warm = new LatencyRecorder();
+        const outcome = await runConcurrently(
+          { concurrency: 4, maxIterations: settings.warmupPods, maxDurationMs: 10000, maxFailures: 3 },
+          (_w, i) => podLifecycle(cri, warm, { name: `warmup-${target}-${i}`, gmsa: i % 2 === 0, logRoot }, image, CALL),
+        );
+        if (outcome.failed > 0) throw new Error(`warm-up against the ${target} failed: ${outcome.errors.join('; ')}`);
+      }
+      for (const scenario of ['gmsa-lifecycle', 'plain-lifecycle'] as const) {
+        for (const concurrency of settings.concurrency) {
+          const { runtime: r, floor: f } = await lifecyclePair({ runtime: ours, floor: base }, scenario, concurrency, image, logRoot, settings);
+          const c = compareLifecycle(scenario, concurrency, r, f);
+          report.lifecycle.push(c);
+          log(
+            `${scenario} c=${concurrency}: runtime ${r.pods} pods ${r.rpcsPerSecond} RPCs/s (${r.failedPods} failed), ` +
+              `floor ${f.rpcsPerSecond} RPCs/s, ratio ${fmt(c.ratios.rpcsPerSecond)}`,
+          );
+          for (const rpc of LIFECYCLE_RPCS) {
+            const o = r.operations[rpc];
+            const b = f.operations[rpc];
+            if (!o) continue;
+            log(
+              `  ${rpc.padEnd(17)} p50 ${fmt(o.p50)} p90 ${fmt(o.p90)} p99 ${fmt(o.p99)} ms` +
+                `  | floor p50 ${fmt(b?.p50)} p99 ${fmt(b?.p99)}  | ratio p50 ${fmt(c.ratios.operations[rpc].p50)} p99 ${fmt(c.ratios.operations[rpc].p99)}`,
+            );
+          }
+          if (r.errors.length > 0) log(`  runtime errors: ${r.errors.join(' | ')}`);
+        }
+      }
+    }
+
+    if (settings.lists) {
+      let live = 0;
+      const rssBeforeKiB = await runtime.rssKiB();
+      for (const size of [...settings.listSizes].sort((a, b) => a - b)) {
+        const setupStart = performance.now();
+        const budgetMs = Math.max(30000, ((size - live) / 10000) * settings.setupSecondsPer10k * 1000);
+        live += await addLivePods(ours, live, size - live, image, { ...CALL, concurrency: 16, deadlineMs: budgetMs });
+        const setupMs = performance.now() - setupStart;
+        // Let in-flight garbage settle before sampling RSS (bounded pause).
+        await new Promise((r) => setTimeout(r, 1000));
+        const rssAfterKiB = await runtime.rssKiB();
+        const bytesPerContainer = Math.round(((rssAfterKiB - rssBeforeKiB) * 1024) / live);
+        report.runtime.memory.push({ liveContainers: live, rssBeforeKiB, rssAfterKiB, bytesPerContainer });
+        log(`live pods ${live}: setup ${(setupMs / 1000).toFixed(1)} s, RSS ${rssAfterKiB} KiB, ${bytesPerContainer} bytes per live pod+container`);
+
+        for (const operation of ['ListContainers', 'ListPodSandbox'] as const) {
+          // The floor answers with the runtime's own response, so both serialise the same bytes.
+          const captured =
+            operation === 'ListContainers'
+              ? await unaryCall(ours.runtime, 'ListContainers', { filter: {} }, CALL)
+              : await unaryCall(ours.runtime, 'ListPodSandbox', { filter: {} }, CALL);
+          const items = 'containers' in captured ? captured.containers.length : captured.items.length;
+          await floor.setResponse(operation, captured);
+          const r = await timeList(ours, operation, settings);
+          const f = await timeList(base, operation, settings);
+          report.lists.push({ operation, liveObjects: size, itemsReturned: items, runtime: r, floor: f, ratios: compareLatency(r, f) });
+          log(`  ${operation} over ${size} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}`);
+        }
+      }
+    }
+
+    report.targets = checkTargets(report);
+    for (const t of report.targets) log(`target: ${t.name}: ${t.measured ?? '-'} (limit ${t.limit}) ${t.pass === null ? 'not measured' : t.pass ? 'PASS' : 'FAIL'}`);
+    const stopped = await runtime.stop();
+    runtime = undefined;
+    if (settings.cpuProf) notes.push(`runtime CPU profile written to ${profileDir} (runtime exit: code ${stopped.code}, signal ${stopped.signal})`);
+    report.finishedAt = new Date().toISOString();
+    report.machine.loadAverageAtEnd = loadavg().map((l) => round(l));
+    for (const file of writeReport(settings.out, report)) log(`wrote ${file}`);
+  } finally {
+    ours?.close();
+    base?.close();
+    if (runtime) await runtime.stop(3000);
+    if (floor) await floor.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,133 @@
+/** Starts the runtime as a child process, as a user would, and watches its readiness and memory. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { unixEndpoint } from '../src/cri/endpoint.js';
+
+/** The line the runtime logs once its socket accepts calls. */
+export const READY_TEXT = 'cri-winsim runtime listening';
+
+export interface RuntimeProcessOptions {
+  /** Path of the built CLI (dist/src/cli.js). */
+  cliPath: string;
+  socketPath: string;
+  stateDir: string;
+  /** Extra arguments after `runtime` (e.g. ['--node', file]). */
+  runtimeArgs?: string[];
+  /** Arguments for node itself (e.g. ['--cpu-prof', '--cpu-prof-dir', dir]). */
+  nodeArgs?: string[];
+  /** Environment additions (e.g. CRI_WINSIM_LOG_LEVEL). */
+  env?: Record<string, string>;
+  readyTimeoutMs?: number;
+}
+
+export interface RuntimeProcess {
+  readonly pid: number;
+  readonly endpoint: string;
+  /** Milliseconds from spawn to the ready line. */
+  readonly startupMs: number;
+  /** Resident set size of the runtime process in KiB (VmRSS of /proc/<pid>/status). */
+  rssKiB(): Promise<number>;
+  /** The last lines the runtime wrote, for error reports. */
+  recentOutput(): string;
+  /** SIGTERM, then SIGKILL after graceMs; resolves once the process has exited. */
+  stop(graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const KEPT_LINES = 40;
+
+/** VmRSS in KiB from the text of /proc/<pid>/status. */
+export function parseVmRssKiB(statusText: string): number {
+  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(statusText);
+  if (!match) throw new Error('no VmRSS line in /proc/<pid>/status');
+  return Number(match[1]);
+}
+
+export async function readRssKiB(pid: number): Promise<number> {
+  return parseVmRssKiB(await readFile(`/proc/${pid}/status`, 'utf8'));
+}
+
+export async function startRuntime(options: RuntimeProcessOptions): Promise<RuntimeProcess> {
+  const args = [
+    ...(options.nodeArgs ?? []),
+    options.cliPath,
+    'runtime',
+    '--listen',
+    unixEndpoint(options.socketPath),
+    '--state-dir',
+    options.stateDir,
+    ...(options.runtimeArgs ?? []),
+  ];
+  const started = performance.now();
+  const child: ChildProcess = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+  });
+  if (child.pid === undefined) throw new Error(`could not spawn the runtime: ${process.execPath} ${args.join(' ')}`);
+  const pid = child.pid;
+
+  const lines: string[] = [];
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const exitPromise = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolve(exited);
+    });
+  });
+
+  let readyResolve: (ms: number) => void = () => {};
+  const ready = new Promise<number>((resolve) => {
+    readyResolve = resolve;
+  });
+  // Both streams are drained for the whole life of the child: a full pipe would stall the runtime.
+  const watch = (stream: NodeJS.ReadableStream | null): void => {
+    if (stream === null) return;
+    let partial = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      const parts = (partial + chunk).split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) {
+        if (line.includes(READY_TEXT)) readyResolve(performance.now() - started);
+        lines.push(line);
+        if (lines.length > KEPT_LINES) lines.shift();
+      }
+    });
+  };
+  watch(child.stdout);
+  watch(child.stderr);
+
+  const timeoutMs = options.readyTimeoutMs ?? 15000;
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    ready.then((ms) => ({ kind: 'ready' as const, ms })),
+    exitPromise.then((e) => ({ kind: 'exited' as const, e })),
+    new Promise<{ kind: 'timeout' }>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
+
+  const stop = async (graceMs = 10000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> => {
+    if (exited) return exited;
+    child.kill('SIGTERM');
+    const killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    const result = await exitPromise;
+    clearTimeout(killTimer);
+    return result;
+  };
+
+  if (outcome.kind !== 'ready') {
+    await stop(2000);
+    const why = outcome.kind === 'exited' ? `exited (code ${outcome.e.code}, signal ${outcome.e.signal})` : `did not log "${READY_TEXT}" within ${timeoutMs} ms`;
+    throw new Error(`runtime ${why}; command: node ${args.join(' ')}\n${lines.join('\n')}`);
+  }
+
+  return {
+    pid,
+    endpoint: unixEndpoint(options.socketPath),
+    startupMs: outcome.ms,
+    rssKiB: () => readRssKiB(pid),
+    recentOutput: () => lines.join('\n'),
+    stop,
+  };
+}

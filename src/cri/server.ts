@@ -1,0 +1,203 @@
+import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { dirname } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { ImageServiceHandlers } from '../generated/runtime/v1/ImageService.js';
+import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { CriBackend } from './backend.js';
+import type { CallContext, CallObserver } from './call.js';
+import { containerHandlers } from './containers.js';
+import { unixEndpoint, unixSocketPath } from './endpoint.js';
+import { ContainerEventStreams } from './events.js';
+import { execHandlers } from './exec.js';
+import { imageHandlers } from './images.js';
+import { CRI_MAX_MESSAGE_BYTES, imageServiceDefinition, runtimeServiceDefinition } from './proto.js';
+import { runtimeInfoHandlers } from './runtime-info.js';
+import { sandboxMetricsHandlers } from './sandbox-metrics.js';
+import { sandboxHandlers } from './sandboxes.js';
+import { statsHandlers } from './stats.js';
+
+/** Socket mode: owner and group may connect, like containerd's socket. */
+export const SOCKET_MODE = 0o660;
+/** Mode of the socket's directory when the server creates it. */
+const SOCKET_DIR_MODE = 0o750;
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000;
+/** How long to wait for an answer when probing an existing socket file. */
+const PROBE_TIMEOUT_MS = 1000;
+
+export interface CriServerOptions {
+  runtime: CriBackend;
+  logger?: Logger;
+  /** Called around every handler (method, duration in seconds, status name). */
+  observer?: CallObserver;
+  /** How long close() waits for in-flight calls before cutting connections (default 5 s). */
+  shutdownTimeoutMs?: number;
+}
+
+type Probe = 'live' | 'stale' | 'gone';
+
+/** Whether something answers on a unix socket: 'live', 'stale' (refused) or 'gone' (no file). */
+function probeSocket(path: string): Promise<Probe> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ path });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      // Connecting to a unix socket does not hang unless a live server's backlog is full.
+      resolve('live');
+    }, PROBE_TIMEOUT_MS);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve('live');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      socket.destroy();
+      if (err.code === 'ECONNREFUSED') resolve('stale');
+      else if (err.code === 'ENOENT') resolve('gone');
+      else reject(new Error(`cannot probe existing socket ${path}: ${err.message}`));
+    });
+  });
+}
+
+/**
+ * Makes the socket path free: a socket file nobody answers on (left by a crashed runtime) is
+ * removed; a live server or a file that is not a socket is refused.
+ */
+async function claimSocketPath(path: string, logger: Logger): Promise<void> {
+  let stats;
+  try {
+    stats = await lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!stats.isSocket()) {
+    throw new Error(`${path} exists and is not a socket; refusing to replace it`);
+  }
+  const probe = await probeSocket(path);
+  if (probe === 'live') {
+    throw new Error(`another server is already listening on ${unixEndpoint(path)}`);
+  }
+  if (probe === 'stale') {
+    logger.info({ socket: path }, 'removing stale CRI socket');
+    await unlink(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+}
+
+async function removeSocketFile(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+/** The CRI v1 gRPC server (RuntimeService and ImageService) in front of a runtime, on a unix socket. */
+export class CriServer {
+  private readonly ctx: CallContext;
+  private readonly events: ContainerEventStreams;
+  private readonly runtimeHandlers: RuntimeServiceHandlers;
+  private readonly imageHandlers: ImageServiceHandlers;
+  private readonly shutdownTimeoutMs: number;
+  private server: grpc.Server | undefined;
+  private socketPath: string | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: CriServerOptions) {
+    this.ctx = { logger: options.logger ?? silentLogger(), observer: options.observer };
+    this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const runtime = options.runtime;
+    this.events = new ContainerEventStreams(runtime, this.ctx);
+    this.runtimeHandlers = {
+      ...runtimeInfoHandlers(runtime, this.ctx),
+      ...sandboxHandlers(runtime, this.ctx),
+      ...containerHandlers(runtime, this.ctx),
+      ...execHandlers(runtime, this.ctx),
+      ...statsHandlers(runtime, this.ctx),
+      ...sandboxMetricsHandlers(runtime, this.ctx),
+      ...this.events.handlers(),
+    };
+    this.imageHandlers = imageHandlers(runtime, this.ctx);
+  }
+
+  /** The endpoint the server listens on, once listen() resolved. */
+  get endpoint(): string | undefined {
+    return this.socketPath === undefined ? undefined : unixEndpoint(this.socketPath);
+  }
+
+  /** Number of open GetContainerEvents streams. */
+  get openEventStreams(): number {
+    return this.events.size;
+  }
+
+  /**
+   * Listens on `unix:///absolute/path.sock`: creates the parent directory, replaces a stale
+   * socket file, refuses a live one, and leaves the socket with mode 0660. Resolves to the endpoint.
+   */
+  async listen(endpoint: string): Promise<string> {
+    if (this.server !== undefined) throw new Error(`CRI server is already listening on ${this.endpoint}`);
+    const path = unixSocketPath(endpoint);
+    await mkdir(dirname(path), { recursive: true, mode: SOCKET_DIR_MODE });
+    await claimSocketPath(path, this.ctx.logger);
+
+    const server = new grpc.Server({
+      'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
+    });
+    server.addService(runtimeServiceDefinition(), this.runtimeHandlers);
+    server.addService(imageServiceDefinition(), this.imageHandlers);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.bindAsync(unixEndpoint(path), grpc.ServerCredentials.createInsecure(), (err) => {
+          if (err) reject(new Error(`cannot listen on ${unixEndpoint(path)}: ${err.message}`));
+          else resolve();
+        });
+      });
+      await chmod(path, SOCKET_MODE);
+    } catch (err) {
+      server.forceShutdown();
+      await removeSocketFile(path).catch(() => undefined);
+      throw err;
+    }
+    this.server = server;
+    this.socketPath = path;
+    this.closing = undefined;
+    this.ctx.logger.debug({ endpoint: unixEndpoint(path) }, 'CRI server bound');
+    return unixEndpoint(path);
+  }
+
+  /**
+   * Graceful shutdown: ends event streams, lets in-flight calls finish for up to the shutdown
+   * timeout, then cuts the remaining connections; removes the socket file. Safe to call twice.
+   */
+  close(): Promise<void> {
+    if (this.closing === undefined) this.closing = this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    const server = this.server;
+    const path = this.socketPath;
+    if (server === undefined || path === undefined) return;
+    this.events.endAll();
+    const graceful = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), this.shutdownTimeoutMs);
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!graceful) {
+      this.ctx.logger.warn({ timeoutMs: this.shutdownTimeoutMs }, 'CRI calls still running at shutdown; closing connections');
+      server.forceShutdown();
+    }
+    await removeSocketFile(path);
+    this.server = undefined;
+    this.socketPath = undefined;
+    this.ctx.logger.debug({ endpoint: unixEndpoint(path) }, 'CRI server closed');
+  }
+}

@@ -1,0 +1,58 @@
+import { status, type ServiceError, Metadata } from '@grpc/grpc-js';
+import { RuntimeError, type RuntimeErrorCode } from '../runtime/errors.js';
+
+/**
+ * The one place where errors become gRPC statuses. Runtime errors keep their code and message;
+ * anything else is an INTERNAL error whose message carries no stack.
+ */
+const STATUS_OF: Record<RuntimeErrorCode, status> = {
+  InvalidArgument: status.INVALID_ARGUMENT,
+  NotFound: status.NOT_FOUND,
+  AlreadyExists: status.ALREADY_EXISTS,
+  FailedPrecondition: status.FAILED_PRECONDITION,
+  DeadlineExceeded: status.DEADLINE_EXCEEDED,
+  ResourceExhausted: status.RESOURCE_EXHAUSTED,
+  Unimplemented: status.UNIMPLEMENTED,
+  Unavailable: status.UNAVAILABLE,
+  Internal: status.INTERNAL,
+  Unknown: status.UNKNOWN,
+};
+
+/** Status names as Go's codes.Code.String() spells them (the labels the kubelet's metrics use). */
+const STATUS_NAMES: readonly string[] = [
+  'OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists',
+  'PermissionDenied', 'ResourceExhausted', 'FailedPrecondition', 'Aborted', 'OutOfRange',
+  'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated',
+];
+
+export function statusName(code: status): string {
+  return STATUS_NAMES[code] ?? `Code(${code})`;
+}
+
+/** A ServiceError as grpc-js expects from a handler. */
+export interface CriStatusError extends Partial<ServiceError> {
+  code: status;
+  details: string;
+  message: string;
+}
+
+export function statusError(code: status, details: string): CriStatusError {
+  return { name: 'CriStatusError', code, details, message: details, metadata: new Metadata() };
+}
+
+/** Whether an error is one the server expected (a mapped runtime error) rather than a bug. */
+export function isExpectedError(err: unknown): err is RuntimeError {
+  return err instanceof RuntimeError && err.code !== 'Internal' && err.code !== 'Unknown';
+}
+
+export function toStatusError(err: unknown): CriStatusError {
+  if (err instanceof RuntimeError) {
+    return statusError(STATUS_OF[err.code] ?? status.UNKNOWN, err.message);
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return statusError(status.INTERNAL, `internal error: ${message}`);
+}
+
+export function unimplemented(method: string, why: string): CriStatusError {
+  return statusError(status.UNIMPLEMENTED, `${method} is not implemented by cri-winsim: ${why}`);
+}

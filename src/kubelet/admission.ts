@@ -1,0 +1,371 @@
+/**
+ * Admission of a pod before it reaches the node, for the GMSA parts in both designs:
+ *
+ * - the shipped windows-gmsa webhook (kubernetes-sigs/windows-gmsa): `gmsaCredentialSpecName`
+ *   names a cluster-scoped GMSACredentialSpec; the mutating hook inlines its `credspec` as compact
+ *   JSON with sorted keys, the validating hook checks the service account may `use` it and that
+ *   contents match the resource;
+ * - the GMSA KEP's design that never shipped: the annotation
+ *   `pod.alpha|beta.kubernetes.io/windows-gmsa-config-map` names a ConfigMap whose key
+ *   `gmsa-cred-spec` holds the spec, and the GMSAAuthorizer requires both the requesting user and
+ *   the service account to be allowed `use` on that ConfigMap;
+ * - the 1.14 alpha annotations, read as the fields they became.
+ *
+ * Before those, the two built-in checks every pod meets: its namespace exists and its service
+ * account exists (defaulted to `default`). Texts and codes of every rejection are upstream's where
+ * upstream has one.
+ */
+import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
+import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup, namespaceExists, type ClusterSnapshot } from './cluster.js';
+import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
+
+/** A refused admission: the HTTP status code the API server answers with and the message. */
+export class AdmissionError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    /** Which admission step refused: shown to users as upstream does (webhook name, plugin). */
+    readonly by: AdmissionStep,
+  ) {
+    super(message);
+    this.name = 'AdmissionError';
+  }
+}
+
+export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'gmsa-alpha-annotations' | 'GMSAAuthorizer' | 'gmsa-webhook';
+
+export const gmsaWebhookName = 'admission-webhook.windows-gmsa.sigs.k8s.io';
+
+/** How kubectl shows a refusal: `admission webhook "…" denied the request: …` for the webhook. */
+export function describeRejection(err: AdmissionError): string {
+  return err.by === 'gmsa-webhook' ? `admission webhook "${gmsaWebhookName}" denied the request: ${err.message}` : err.message;
+}
+
+export type AdmissionResult = { readonly allowed: true; readonly pod: V1Pod } | { readonly allowed: false; readonly error: AdmissionError };
+
+export interface AdmissionContext {
+  readonly cluster: ClusterSnapshot;
+  /** The requesting user (`--as`, `--as-group`); the KEP's GMSAAuthorizer checks it. */
+  readonly user: UserInfo;
+  /** Which GMSA designs are active; all by default. */
+  readonly designs?: Partial<Record<'webhook' | 'configMap' | 'alphaAnnotations', boolean>>;
+}
+
+/** kubectl with an admin kubeconfig: a member of system:masters. */
+export const defaultRequestingUser: UserInfo = { name: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] };
+
+const http = { forbidden: 403, notFound: 404, expectationFailed: 417, unprocessable: 422 } as const;
+
+// ---- Go's encoding/json, as the webhook uses it to inline the resource's credspec ----
+
+/** json.Marshal of a decoded object: keys sorted at every level, HTML characters escaped. */
+export function goJsonMarshal(value: unknown): string {
+  const encode = (v: unknown): string => {
+    if (v === null || v === undefined) return 'null';
+    if (Array.isArray(v)) return `[${v.map(encode).join(',')}]`;
+    if (typeof v === 'object') {
+      const entries = Object.keys(v as object)
+        .sort()
+        .map((k) => `${encode(k)}:${encode((v as Record<string, unknown>)[k])}`);
+      return `{${entries.join(',')}}`;
+    }
+    if (typeof v === 'string') {
+      return JSON.stringify(v).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    }
+    return JSON.stringify(v);
+  };
+  return encode(value);
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function deepEqual(a: Json, b: Json): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]!));
+  }
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => k in b && deepEqual(a[k]!, b[k]!));
+}
+
+/** json.Unmarshal into map[string]interface{}: anything but an object is an error. */
+function parseJsonObject(text: string): { [key: string]: Json } {
+  const value = JSON.parse(text) as Json;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+    throw new Error(`json: cannot unmarshal ${kind} into Go value of type map[string]interface {}`);
+  }
+  return value;
+}
+
+/** compareCredSpecContents: equal as strings, or else as parsed JSON objects. */
+export function compareCredSpecContents(fromPod: string, fromResource: string): { equal: boolean; error?: string } {
+  if (fromPod === fromResource) return { equal: true };
+  let podObject: { [key: string]: Json };
+  let resourceObject: { [key: string]: Json };
+  try {
+    podObject = parseJsonObject(fromPod);
+  } catch (err) {
+    return { equal: false, error: `unable to parse ${JSON.stringify(fromPod)} as a JSON object: ${(err as Error).message}` };
+  }
+  try {
+    resourceObject = parseJsonObject(fromResource);
+  } catch (err) {
+    return { equal: false, error: `unable to parse CRD ${JSON.stringify(fromResource)} as a JSON object: ${(err as Error).message}` };
+  }
+  return { equal: deepEqual(podObject, resourceObject) };
+}
+
+/** retrieveCredSpecContents: 404 when the resource is missing, 417 when it has no credspec. */
+export function retrieveCredSpecContents(cluster: ClusterSnapshot, name: string): string {
+  const resource = findGMSACredentialSpec(cluster, name);
+  if (resource === undefined) throw new AdmissionError(http.notFound, `cred spec ${name} does not exist`, 'gmsa-webhook');
+  if (resource.credspec === undefined || resource.credspec === null || resource.credspec === '') {
+    throw new AdmissionError(http.expectationFailed, `cred spec ${name} does not have a credspec key`, 'gmsa-webhook');
+  }
+  return goJsonMarshal(resource.credspec);
+}
+
+// ---- walking the windowsOptions the webhook looks at: the pod's, then each container's ----
+
+type ResourceKind = 'pod' | 'container';
+
+interface WindowsOptionsSite {
+  readonly kind: ResourceKind;
+  readonly name: string;
+  readonly options: V1WindowsSecurityContextOptions;
+}
+
+/** iterateOverWindowsSecurityOptions: pod level and regular containers, never init or ephemeral ones. */
+function windowsOptionsSites(pod: V1Pod): WindowsOptionsSite[] {
+  const sites: WindowsOptionsSite[] = [];
+  const podOptions = pod.spec?.securityContext?.windowsOptions;
+  if (podOptions !== undefined && podOptions !== null) sites.push({ kind: 'pod', name: pod.metadata?.name ?? '', options: podOptions });
+  for (const container of pod.spec?.containers ?? []) {
+    const options = container.securityContext?.windowsOptions;
+    if (options !== undefined && options !== null) sites.push({ kind: 'container', name: container.name, options });
+  }
+  return sites;
+}
+
+/** The mutating webhook: inline the named resource's credspec where a name has no contents yet. */
+export function mutateGmsaWebhook(pod: V1Pod, cluster: ClusterSnapshot): V1Pod {
+  const mutated = structuredClone(pod);
+  for (const site of windowsOptionsSites(mutated)) {
+    if (site.options.gmsaCredentialSpecName !== undefined && site.options.gmsaCredentialSpec === undefined) {
+      site.options.gmsaCredentialSpec = retrieveCredSpecContents(cluster, site.options.gmsaCredentialSpecName);
+    }
+  }
+  return mutated;
+}
+
+/**
+ * The validating webhook on CREATE: the service account may `use` each named spec; contents match.
+ * `podSpecFromConfigMap`: the pod-level contents came from the KEP's ConfigMap design, which has no
+ * resource name, so the nameless-contents rule does not apply to them.
+ */
+export function validateGmsaWebhookCreate(pod: V1Pod, namespace: string, cluster: ClusterSnapshot, podSpecFromConfigMap = false): void {
+  const serviceAccount = pod.spec?.serviceAccountName ?? '';
+  for (const site of windowsOptionsSites(pod)) {
+    const name = site.options.gmsaCredentialSpecName;
+    const contents = site.options.gmsaCredentialSpec;
+    if (name !== undefined) {
+      const decision = authorize(cluster, serviceAccountUser(namespace, serviceAccount), {
+        verb: 'use',
+        apiGroup: gmsaApiGroup,
+        resource: 'gmsacredentialspecs',
+        namespace,
+        name,
+      });
+      if (!decision.allowed) {
+        let message = `service account ${JSON.stringify(serviceAccount)} is not authorized to \`use\` GMSA cred spec ${JSON.stringify(name)}`;
+        if (decision.reason !== '') message += `, reason: ${JSON.stringify(decision.reason)}`;
+        throw new AdmissionError(http.forbidden, message, 'gmsa-webhook');
+      }
+      if (contents !== undefined) {
+        const expected = retrieveCredSpecContents(cluster, name);
+        const comparison = compareCredSpecContents(contents, expected);
+        if (!comparison.equal) {
+          let message = `the GMSA cred spec contents for ${site.kind} ${JSON.stringify(site.name)} does not match the contents of GMSA resource ${JSON.stringify(name)}`;
+          if (comparison.error !== undefined) message += `: ${comparison.error}`;
+          throw new AdmissionError(http.unprocessable, message, 'gmsa-webhook');
+        }
+      }
+    } else if (contents !== undefined && !(site.kind === 'pod' && podSpecFromConfigMap)) {
+      throw new AdmissionError(
+        http.unprocessable,
+        `${site.kind} ${JSON.stringify(site.name)} has a GMSA cred spec set, but does not define the name of the corresponding resource`,
+        'gmsa-webhook',
+      );
+    }
+  }
+}
+
+/** The validating webhook on UPDATE: neither GMSA name nor contents may change, at any level. */
+export function validateGmsaWebhookUpdate(pod: V1Pod, oldPod: V1Pod): void {
+  const oldContainers = new Map<string, V1WindowsSecurityContextOptions>();
+  for (const site of windowsOptionsSites(oldPod)) if (site.kind === 'container') oldContainers.set(site.name, site.options);
+  for (const site of windowsOptionsSites(pod)) {
+    const old = (site.kind === 'pod' ? oldPod.spec?.securityContext?.windowsOptions : oldContainers.get(site.name)) ?? {};
+    const modified: string[] = [];
+    if (site.options.gmsaCredentialSpecName !== old.gmsaCredentialSpecName) modified.push('name');
+    if (site.options.gmsaCredentialSpec !== old.gmsaCredentialSpec) modified.push('contents');
+    if (modified.length > 0) {
+      throw new AdmissionError(
+        http.forbidden,
+        `cannot update an existing pod's GMSA settings (GMSA ${modified.join(' and ')} modified on ${site.kind} ${JSON.stringify(site.name)})`,
+        'gmsa-webhook',
+      );
+    }
+  }
+}
+
+// ---- the KEP's ConfigMap design ----
+
+export const gmsaConfigMapAnnotations: readonly string[] = ['pod.alpha.kubernetes.io/windows-gmsa-config-map', 'pod.beta.kubernetes.io/windows-gmsa-config-map'];
+export const gmsaConfigMapKey = 'gmsa-cred-spec';
+
+function podWindowsOptions(pod: V1Pod): V1WindowsSecurityContextOptions {
+  pod.spec ??= { containers: [] };
+  pod.spec.securityContext ??= {};
+  pod.spec.securityContext.windowsOptions ??= {};
+  return pod.spec.securityContext.windowsOptions;
+}
+
+function containerWindowsOptions(container: V1Container): V1WindowsSecurityContextOptions {
+  container.securityContext ??= {};
+  container.securityContext.windowsOptions ??= {};
+  return container.securityContext.windowsOptions;
+}
+
+/**
+ * GMSAAuthorizer and the ConfigMap lookup: the requesting user and the pod's service account must
+ * both be allowed `use` on the ConfigMap; its `gmsa-cred-spec` key becomes the pod's credential spec.
+ */
+export function admitGmsaConfigMap(pod: V1Pod, namespace: string, user: UserInfo, cluster: ClusterSnapshot): V1Pod {
+  const annotations = pod.metadata?.annotations ?? {};
+  const named = gmsaConfigMapAnnotations.filter((a) => annotations[a] !== undefined && annotations[a] !== '');
+  if (named.length === 0) return pod;
+  const names = new Set(named.map((a) => annotations[a]!));
+  if (names.size > 1) {
+    throw new AdmissionError(http.unprocessable, `annotations ${named.map((a) => JSON.stringify(a)).join(' and ')} name different ConfigMaps`, 'GMSAAuthorizer');
+  }
+  const configMapName = [...names][0]!;
+  const serviceAccount = pod.spec?.serviceAccountName ?? '';
+  const attrs = { verb: 'use', apiGroup: '', resource: 'configmaps', namespace, name: configMapName };
+  const where = `ConfigMap ${JSON.stringify(configMapName)} in namespace ${JSON.stringify(namespace)}`;
+  if (!authorize(cluster, user, attrs).allowed) {
+    throw new AdmissionError(http.forbidden, `user ${JSON.stringify(user.name)} is not authorized to \`use\` GMSA ${where}`, 'GMSAAuthorizer');
+  }
+  if (!authorize(cluster, serviceAccountUser(namespace, serviceAccount), attrs).allowed) {
+    throw new AdmissionError(http.forbidden, `service account ${JSON.stringify(serviceAccount)} is not authorized to \`use\` GMSA ${where}`, 'GMSAAuthorizer');
+  }
+  const configMap = findConfigMap(cluster, namespace, configMapName);
+  if (configMap === undefined) throw new AdmissionError(http.notFound, `GMSA ${where} does not exist`, 'GMSAAuthorizer');
+  const contents = configMap.data?.[gmsaConfigMapKey];
+  if (contents === undefined || contents === '') {
+    throw new AdmissionError(http.expectationFailed, `GMSA ${where} does not have a ${gmsaConfigMapKey} key`, 'GMSAAuthorizer');
+  }
+  const admitted = structuredClone(pod);
+  const options = podWindowsOptions(admitted);
+  if (options.gmsaCredentialSpec !== undefined && !compareCredSpecContents(options.gmsaCredentialSpec, contents).equal) {
+    throw new AdmissionError(
+      http.unprocessable,
+      `the GMSA cred spec contents for pod ${JSON.stringify(pod.metadata?.name ?? '')} does not match the contents of GMSA ${where}`,
+      'GMSAAuthorizer',
+    );
+  }
+  options.gmsaCredentialSpec = contents;
+  return admitted;
+}
+
+// ---- the 1.14 alpha annotations ----
+
+export const alphaPodAnnotation = 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec';
+export const alphaContainerAnnotationSuffix = '.container.alpha.windows.kubernetes.io/gmsa-credential-spec';
+
+/**
+ * Reads `pod.alpha.windows.kubernetes.io/gmsa-credential-spec[-name]` and
+ * `<container>.container.alpha.windows.kubernetes.io/gmsa-credential-spec[-name]` into the
+ * windowsOptions fields they became; a field already set must agree with its annotation.
+ */
+export function applyAlphaGmsaAnnotations(pod: V1Pod): V1Pod {
+  const annotations = pod.metadata?.annotations ?? {};
+  const relevant = Object.keys(annotations).filter((k) => k.startsWith(alphaPodAnnotation) || k.includes(alphaContainerAnnotationSuffix));
+  if (relevant.length === 0) return pod;
+  const admitted = structuredClone(pod);
+  const apply = (kind: ResourceKind, name: string, prefix: string, options: () => V1WindowsSecurityContextOptions): void => {
+    const pairs = [
+      [`${prefix}-name`, 'gmsaCredentialSpecName'],
+      [prefix, 'gmsaCredentialSpec'],
+    ] as const;
+    for (const [annotation, field] of pairs) {
+      const value = annotations[annotation];
+      if (value === undefined) continue;
+      const target = options();
+      const current = target[field];
+      if (current === undefined) target[field] = value;
+      else if (current !== value && !(field === 'gmsaCredentialSpec' && compareCredSpecContents(value, current).equal)) {
+        throw new AdmissionError(
+          http.unprocessable,
+          `${kind} ${JSON.stringify(name)}: annotation ${JSON.stringify(annotation)} does not match windowsOptions.${field}`,
+          'gmsa-alpha-annotations',
+        );
+      }
+    }
+  };
+  apply('pod', admitted.metadata?.name ?? '', alphaPodAnnotation, () => podWindowsOptions(admitted));
+  for (const container of admitted.spec?.containers ?? []) {
+    apply('container', container.name, `${container.name}${alphaContainerAnnotationSuffix}`, () => containerWindowsOptions(container));
+  }
+  return admitted;
+}
+
+// ---- the whole chain ----
+
+/** NamespaceLifecycle: a pod in a namespace that does not exist is refused. */
+export function checkNamespace(namespace: string, cluster: ClusterSnapshot): void {
+  if (!namespaceExists(cluster, namespace)) throw new AdmissionError(http.notFound, `namespaces ${JSON.stringify(namespace)} not found`, 'NamespaceLifecycle');
+}
+
+/** The ServiceAccount plugin: default to `default` (which every namespace has) and require it to exist. */
+export function admitServiceAccount(pod: V1Pod, namespace: string, cluster: ClusterSnapshot): V1Pod {
+  const admitted = structuredClone(pod);
+  admitted.spec ??= { containers: [] };
+  const name = admitted.spec.serviceAccountName || 'default';
+  admitted.spec.serviceAccountName = name;
+  if (name !== 'default' && findServiceAccount(cluster, namespace, name) === undefined) {
+    throw new AdmissionError(
+      http.forbidden,
+      `pods ${JSON.stringify(pod.metadata?.name ?? '')} is forbidden: error looking up service account ${namespace}/${name}: serviceaccount ${JSON.stringify(name)} not found`,
+      'ServiceAccount',
+    );
+  }
+  return admitted;
+}
+
+/** Admits a pod on CREATE through every step in order; the input pod is never modified. */
+export function admitPod(pod: V1Pod, context: AdmissionContext): AdmissionResult {
+  const designs = { webhook: true, configMap: true, alphaAnnotations: true, ...context.designs };
+  const namespace = pod.metadata?.namespace || 'default';
+  try {
+    checkNamespace(namespace, context.cluster);
+    let admitted = admitServiceAccount(pod, namespace, context.cluster);
+    if (designs.alphaAnnotations) admitted = applyAlphaGmsaAnnotations(admitted);
+    let fromConfigMap = false;
+    if (designs.configMap) {
+      const before = admitted;
+      admitted = admitGmsaConfigMap(admitted, namespace, context.user, context.cluster);
+      fromConfigMap = admitted !== before;
+    }
+    if (designs.webhook) {
+      admitted = mutateGmsaWebhook(admitted, context.cluster);
+      validateGmsaWebhookCreate(admitted, namespace, context.cluster, fromConfigMap);
+    }
+    return { allowed: true, pod: admitted };
+  } catch (err) {
+    if (err instanceof AdmissionError) return { allowed: false, error: err };
+    throw err;
+  }
+}

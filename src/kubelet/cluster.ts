@@ -1,0 +1,335 @@
+/**
+ * The cluster objects admission needs (Namespaces, ServiceAccounts, ConfigMaps,
+ * GMSACredentialSpecs, RBAC), read either from a directory of ordinary manifests or from a real API
+ * server through a kubeconfig. Both produce the same immutable snapshot; everything downstream is
+ * pure logic over that snapshot.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1ConfigMap,
+  V1Namespace,
+  V1ObjectMeta,
+  V1Role,
+  V1RoleBinding,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import { invalid, notFoundValue, notSupported, required, duplicate, type FieldError } from './field-errors.js';
+import { checkShape, ManifestError, ManifestErrors, normaliseMetadata, parseDocuments, type ManifestSource, type ParsedDocument } from './manifests.js';
+
+/** The windows-gmsa CRD: cluster-scoped, group windows.k8s.io, `credspec` holds the document. */
+export interface GMSACredentialSpec {
+  apiVersion: string;
+  kind: 'GMSACredentialSpec';
+  metadata: V1ObjectMeta;
+  credspec?: unknown;
+}
+
+export const gmsaApiGroup = 'windows.k8s.io';
+export const gmsaApiVersions: readonly string[] = ['windows.k8s.io/v1', 'windows.k8s.io/v1alpha1'];
+
+export interface ClusterSnapshot {
+  readonly namespaces: readonly V1Namespace[];
+  readonly serviceAccounts: readonly V1ServiceAccount[];
+  readonly configMaps: readonly V1ConfigMap[];
+  readonly gmsaCredentialSpecs: readonly GMSACredentialSpec[];
+  readonly roles: readonly V1Role[];
+  readonly clusterRoles: readonly V1ClusterRole[];
+  readonly roleBindings: readonly V1RoleBinding[];
+  readonly clusterRoleBindings: readonly V1ClusterRoleBinding[];
+}
+
+/** Where cluster objects come from: a directory of manifests or an API server. */
+export interface ClusterSource {
+  /** For logs and errors: the directory, or the kubeconfig and its context. */
+  readonly description: string;
+  /** Reads every object once; fails as a whole, never with a partial snapshot. */
+  load(): Promise<ClusterSnapshot>;
+}
+
+export function emptyCluster(): ClusterSnapshot {
+  return { namespaces: [], serviceAccounts: [], configMaps: [], gmsaCredentialSpecs: [], roles: [], clusterRoles: [], roleBindings: [], clusterRoleBindings: [] };
+}
+
+/** Namespaces every cluster has, so manifests need not declare them. */
+export const builtInNamespaces: readonly string[] = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+
+export const findConfigMap = (c: ClusterSnapshot, namespace: string, name: string): V1ConfigMap | undefined =>
+  c.configMaps.find((m) => m.metadata?.namespace === namespace && m.metadata?.name === name);
+export const findServiceAccount = (c: ClusterSnapshot, namespace: string, name: string): V1ServiceAccount | undefined =>
+  c.serviceAccounts.find((s) => s.metadata?.namespace === namespace && s.metadata?.name === name);
+export const findGMSACredentialSpec = (c: ClusterSnapshot, name: string): GMSACredentialSpec | undefined =>
+  c.gmsaCredentialSpecs.find((g) => g.metadata.name === name);
+export const namespaceExists = (c: ClusterSnapshot, name: string): boolean =>
+  builtInNamespaces.includes(name) || c.namespaces.some((n) => n.metadata?.name === name);
+
+// ---- building a snapshot from manifest documents ----
+
+type Kind = 'Namespace' | 'ServiceAccount' | 'ConfigMap' | 'GMSACredentialSpec' | 'Role' | 'ClusterRole' | 'RoleBinding' | 'ClusterRoleBinding';
+const clusterKinds: readonly Kind[] = ['Namespace', 'ServiceAccount', 'ConfigMap', 'GMSACredentialSpec', 'Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'];
+const namespaced: ReadonlySet<Kind> = new Set<Kind>(['ServiceAccount', 'ConfigMap', 'Role', 'RoleBinding']);
+const rbacApiVersion = 'rbac.authorization.k8s.io/v1';
+const apiVersions: Record<Kind, readonly string[]> = {
+  Namespace: ['v1'],
+  ServiceAccount: ['v1'],
+  ConfigMap: ['v1'],
+  GMSACredentialSpec: gmsaApiVersions,
+  Role: [rbacApiVersion],
+  ClusterRole: [rbacApiVersion],
+  RoleBinding: [rbacApiVersion],
+  ClusterRoleBinding: [rbacApiVersion],
+};
+
+const ruleShape = { array: { object: { verbs: { array: 'string' }, apiGroups: { array: 'string' }, resources: { array: 'string' }, resourceNames: { array: 'string' }, nonResourceURLs: { array: 'string' } } } } as const;
+const subjectsShape = { array: { object: { kind: 'string', name: 'string', namespace: 'string', apiGroup: 'string' } } } as const;
+const roleRefShape = { object: { apiGroup: 'string', kind: 'string', name: 'string' } } as const;
+const metadataShape = { object: { name: 'string', namespace: 'string', labels: { stringMap: true }, annotations: { stringMap: true } } } as const;
+
+function validateRbac(kind: Kind, object: Record<string, unknown>): FieldError[] {
+  const errs: FieldError[] = [];
+  if (kind === 'Role' || kind === 'ClusterRole') {
+    errs.push(...checkShape(object['rules'], ruleShape, 'rules'));
+    if (errs.length > 0) return errs;
+    ((object['rules'] ?? []) as { verbs?: string[] }[]).forEach((rule, i) => {
+      if ((rule.verbs ?? []).length === 0) errs.push(required(`rules[${i}].verbs`, 'verbs must contain at least one value'));
+    });
+  }
+  if (kind === 'RoleBinding' || kind === 'ClusterRoleBinding') {
+    errs.push(...checkShape(object['roleRef'], roleRefShape, 'roleRef'), ...checkShape(object['subjects'], subjectsShape, 'subjects'));
+    if (errs.length > 0) return errs;
+    const roleRef = object['roleRef'] as { kind?: string; name?: string } | undefined;
+    const allowedRefKinds = kind === 'RoleBinding' ? ['Role', 'ClusterRole'] : ['ClusterRole'];
+    if (roleRef === undefined) errs.push(required('roleRef'));
+    else {
+      if (!allowedRefKinds.includes(roleRef.kind ?? '')) errs.push(notSupported('roleRef.kind', roleRef.kind ?? '', allowedRefKinds));
+      if (roleRef.name === undefined || roleRef.name === '') errs.push(required('roleRef.name'));
+    }
+    ((object['subjects'] ?? []) as { kind?: string; name?: string; namespace?: string }[]).forEach((subject, i) => {
+      const path = `subjects[${i}]`;
+      if (!['User', 'Group', 'ServiceAccount'].includes(subject.kind ?? '')) errs.push(notSupported(`${path}.kind`, subject.kind ?? '', ['ServiceAccount', 'User', 'Group']));
+      if (subject.name === undefined || subject.name === '') errs.push(required(`${path}.name`));
+      if (subject.kind === 'ServiceAccount' && kind === 'ClusterRoleBinding' && (subject.namespace ?? '') === '') errs.push(required(`${path}.namespace`));
+    });
+  }
+  return errs;
+}
+
+function validateObject(kind: Kind, object: Record<string, unknown>): FieldError[] {
+  const errs = checkShape(object['metadata'], metadataShape, 'metadata');
+  if (errs.length > 0) return errs;
+  const metadata = (object['metadata'] ?? {}) as V1ObjectMeta;
+  if (metadata.name === undefined || metadata.name === '') errs.push(required('metadata.name', 'name or generateName is required'));
+  if (!namespaced.has(kind) && metadata.namespace !== undefined && metadata.namespace !== '') {
+    errs.push(invalid('metadata.namespace', metadata.namespace, `not allowed on this type: ${kind} is cluster-scoped`));
+  }
+  if (kind === 'ConfigMap') {
+    errs.push(...checkShape(object['data'], { stringMap: true }, 'data'));
+  }
+  if (kind === 'GMSACredentialSpec') {
+    const credspec = object['credspec'];
+    if (credspec !== undefined && credspec !== null && (typeof credspec !== 'object' || Array.isArray(credspec))) {
+      errs.push(invalid('credspec', credspec, 'must be an object'));
+    }
+  }
+  errs.push(...validateRbac(kind, object));
+  return errs;
+}
+
+interface Entry {
+  readonly kind: Kind;
+  readonly object: Record<string, unknown>;
+  readonly source: ManifestSource;
+}
+
+/** Expands `kind: List` documents (what `kubectl get -o yaml` writes) into their items. */
+function expandLists(doc: ParsedDocument): { items: Record<string, unknown>[]; errors: ManifestError[] } {
+  const value = doc.value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { items: [], errors: [new ManifestError(doc.source, invalid('', value, 'a manifest document must be an object'))] };
+  }
+  const object = value as Record<string, unknown>;
+  if (object['kind'] !== 'List' && !(typeof object['kind'] === 'string' && object['kind'].endsWith('List') && Array.isArray(object['items']))) {
+    return { items: [object], errors: [] };
+  }
+  const items = object['items'];
+  if (!Array.isArray(items)) return { items: [], errors: [new ManifestError(doc.source, invalid('items', items, 'must be an array'))] };
+  const errors: ManifestError[] = [];
+  const objects: Record<string, unknown>[] = [];
+  items.forEach((item, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) errors.push(new ManifestError(doc.source, invalid(`items[${i}]`, item, 'must be an object')));
+    else objects.push(item as Record<string, unknown>);
+  });
+  return { items: objects, errors };
+}
+
+/** Builds a snapshot from parsed documents; any error rejects the whole set. */
+export function snapshotFromDocuments(documents: readonly ParsedDocument[]): ClusterSnapshot {
+  const errors: ManifestError[] = [];
+  const entries: Entry[] = [];
+  for (const doc of documents) {
+    const expanded = expandLists(doc);
+    errors.push(...expanded.errors);
+    for (const object of expanded.items) {
+      const fail = (e: FieldError) => errors.push(new ManifestError(doc.source, e));
+      const kind = object['kind'];
+      if (kind === undefined || kind === '') { fail(required('kind')); continue; }
+      if (typeof kind !== 'string' || !(clusterKinds as readonly string[]).includes(kind)) { fail(notSupported('kind', kind, clusterKinds)); continue; }
+      const apiVersion = object['apiVersion'];
+      const versions = apiVersions[kind as Kind];
+      if (typeof apiVersion !== 'string' || !versions.includes(apiVersion)) { fail(notSupported('apiVersion', apiVersion ?? '', versions)); continue; }
+      const objectErrors = validateObject(kind as Kind, object);
+      if (objectErrors.length > 0) { objectErrors.forEach(fail); continue; }
+      const metadata = normaliseMetadata(object['metadata'] as V1ObjectMeta);
+      if (namespaced.has(kind as Kind)) metadata.namespace = metadata.namespace || 'default';
+      entries.push({ kind: kind as Kind, object: { ...object, metadata }, source: doc.source });
+    }
+  }
+
+  // Same kind, namespace and name twice: the second create would fail with AlreadyExists.
+  const seen = new Map<string, ManifestSource>();
+  for (const entry of entries) {
+    const meta = entry.object['metadata'] as V1ObjectMeta;
+    const key = `${entry.kind}/${meta.namespace ?? ''}/${meta.name}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      errors.push(new ManifestError(entry.source, { ...duplicate('metadata.name', meta.name), detail: `${entry.kind} already defined in ${first.file} document ${first.document}` }));
+    } else seen.set(key, entry.source);
+  }
+  const declared = new Set(entries.filter((e) => e.kind === 'Namespace').map((e) => (e.object['metadata'] as V1ObjectMeta).name));
+  for (const entry of entries) {
+    const namespace = (entry.object['metadata'] as V1ObjectMeta).namespace;
+    if (namespace !== undefined && namespaced.has(entry.kind) && !builtInNamespaces.includes(namespace) && !declared.has(namespace)) {
+      errors.push(new ManifestError(entry.source, { ...notFoundValue('metadata.namespace', namespace), detail: 'namespace is not defined in the cluster manifests' }));
+    }
+  }
+  if (errors.length > 0) throw new ManifestErrors(errors);
+
+  const of = <T>(kind: Kind): T[] => entries.filter((e) => e.kind === kind).map((e) => e.object as unknown as T);
+  return {
+    namespaces: of<V1Namespace>('Namespace'),
+    serviceAccounts: of<V1ServiceAccount>('ServiceAccount'),
+    configMaps: of<V1ConfigMap>('ConfigMap'),
+    gmsaCredentialSpecs: of<GMSACredentialSpec>('GMSACredentialSpec'),
+    roles: of<V1Role>('Role'),
+    clusterRoles: of<V1ClusterRole>('ClusterRole'),
+    roleBindings: of<V1RoleBinding>('RoleBinding'),
+    clusterRoleBindings: of<V1ClusterRoleBinding>('ClusterRoleBinding'),
+  };
+}
+
+const manifestExtensions = ['.yaml', '.yml', '.json'];
+const maxDirectoryDepth = 8;
+const maxManifestFiles = 10_000;
+
+/** Manifest files under a directory, sorted, subdirectories included (bounded depth and count). */
+async function listManifestFiles(root: string): Promise<string[]> {
+  const files: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > maxDirectoryDepth) throw new Error(`${dir}: cluster directory nested deeper than ${maxDirectoryDepth} levels`);
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(path, depth + 1);
+      else if (manifestExtensions.some((ext) => entry.name.endsWith(ext))) {
+        files.push(path);
+        if (files.length > maxManifestFiles) throw new Error(`${root}: more than ${maxManifestFiles} manifest files`);
+      }
+    }
+  };
+  await walk(root, 0);
+  return files;
+}
+
+/** `--cluster DIR`: every YAML/JSON file under DIR, errors named by path relative to DIR's parent. */
+export class DirectoryClusterSource implements ClusterSource {
+  readonly description: string;
+
+  constructor(private readonly directory: string) {
+    this.description = `cluster directory ${directory}`;
+  }
+
+  async load(): Promise<ClusterSnapshot> {
+    const info = await stat(this.directory).catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`cluster directory ${this.directory}: ${err.code === 'ENOENT' ? 'does not exist' : err.message}`);
+    });
+    if (!info.isDirectory()) throw new Error(`cluster directory ${this.directory}: not a directory`);
+    const documents: ParsedDocument[] = [];
+    const errors: ManifestError[] = [];
+    for (const path of await listManifestFiles(this.directory)) {
+      const name = join(this.directory, relative(this.directory, path));
+      const parsed = parseDocuments(name, await readFile(path, 'utf8'));
+      documents.push(...parsed.documents);
+      errors.push(...parsed.errors);
+    }
+    if (errors.length > 0) throw new ManifestErrors(errors);
+    return snapshotFromDocuments(documents);
+  }
+}
+
+/** `--kubeconfig FILE [--context NAME]`: the same objects, listed from a real API server. */
+export class KubeconfigClusterSource implements ClusterSource {
+  readonly description: string;
+
+  constructor(
+    private readonly kubeconfigPath: string,
+    private readonly context?: string,
+  ) {
+    this.description = `kubeconfig ${kubeconfigPath}${context === undefined ? '' : ` (context ${context})`}`;
+  }
+
+  async load(): Promise<ClusterSnapshot> {
+    // Loaded on demand: the client pulls in an HTTP stack that directory users never need.
+    let k8s: typeof import('@kubernetes/client-node');
+    try {
+      k8s = await import('@kubernetes/client-node');
+    } catch (err) {
+      // @kubernetes/client-node 2.x brings undici 8, which needs Node.js 22.19 or later.
+      const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+      const hint = major < 22 || (major === 22 && minor < 19) ? ` (it needs Node.js 22.19 or later; this is ${process.versions.node})` : '';
+      throw new Error(`${this.description}: cannot load the Kubernetes client${hint}: ${(err as Error).message}`);
+    }
+    const config = new k8s.KubeConfig();
+    try {
+      config.loadFromFile(this.kubeconfigPath);
+      if (this.context !== undefined) config.setCurrentContext(this.context);
+    } catch (err) {
+      throw new Error(`${this.description}: ${(err as Error).message}`);
+    }
+    const core = config.makeApiClient(k8s.CoreV1Api);
+    const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
+    const custom = config.makeApiClient(k8s.CustomObjectsApi);
+    const listing = async <T>(what: string, list: () => Promise<{ items: T[] }>): Promise<T[]> => {
+      try {
+        return (await list()).items;
+      } catch (err) {
+        throw new Error(`${this.description}: listing ${what}: ${(err as Error).message}`);
+      }
+    };
+    const gmsa = async (): Promise<GMSACredentialSpec[]> => {
+      // v1 is the storage version; clusters still on the alpha CRD only serve v1alpha1.
+      for (const version of ['v1', 'v1alpha1']) {
+        try {
+          const list = (await custom.listClusterCustomObject({ group: gmsaApiGroup, version, plural: 'gmsacredentialspecs' })) as { items?: GMSACredentialSpec[] };
+          return list.items ?? [];
+        } catch (err) {
+          if ((err as { code?: number }).code !== 404) throw new Error(`${this.description}: listing gmsacredentialspecs: ${(err as Error).message}`);
+        }
+      }
+      return [];
+    };
+    const [namespaces, serviceAccounts, configMaps, roles, clusterRoles, roleBindings, clusterRoleBindings, gmsaCredentialSpecs] = await Promise.all([
+      listing('namespaces', () => core.listNamespace()),
+      listing('serviceaccounts', () => core.listServiceAccountForAllNamespaces()),
+      listing('configmaps', () => core.listConfigMapForAllNamespaces()),
+      listing('roles', () => rbac.listRoleForAllNamespaces()),
+      listing('clusterroles', () => rbac.listClusterRole()),
+      listing('rolebindings', () => rbac.listRoleBindingForAllNamespaces()),
+      listing('clusterrolebindings', () => rbac.listClusterRoleBinding()),
+      gmsa(),
+    ]);
+    return { namespaces, serviceAccounts, configMaps, gmsaCredentialSpecs, roles, clusterRoles, roleBindings, clusterRoleBindings };
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * Pod manifests: YAML files (one or many documents) holding Pods, or workloads whose pod template
+ * contributes a pod (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob). Each document is
+ * decoded, checked for shape and API-validated; a broken one is reported with file, document and
+ * field, and yields no pod, while the other documents of the file still do.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments } from 'yaml';
+import type { V1ObjectMeta, V1Pod, V1PodTemplateSpec } from '@kubernetes/client-node';
+import { formatFieldError, invalid, notSupported, required, type FieldError } from './field-errors.js';
+import { validatePod, defaultPodValidationOptions, type PodValidationOptions } from './validation.js';
+
+/** Where an object came from: file as given by the user, document number counted from 1. */
+export interface ManifestSource {
+  readonly file: string;
+  readonly document: number;
+}
+
+/** `pods/web.yaml: document 2: spec.containers[0].name: Required value`. */
+export class ManifestError extends Error {
+  readonly source: ManifestSource;
+  readonly field?: FieldError;
+
+  constructor(source: ManifestSource, detail: string | FieldError) {
+    const text = typeof detail === 'string' ? detail : formatFieldError(detail);
+    super(`${source.file}: document ${source.document}: ${text}`);
+    this.name = 'ManifestError';
+    this.source = source;
+    if (typeof detail !== 'string') this.field = detail;
+  }
+}
+
+/** Several manifest errors at once: nothing was applied. */
+export class ManifestErrors extends Error {
+  readonly errors: readonly ManifestError[];
+
+  constructor(errors: readonly ManifestError[]) {
+    super(errors.map((e) => e.message).join('\n'));
+    this.name = 'ManifestErrors';
+    this.errors = errors;
+  }
+}
+
+export interface ParsedDocument {
+  readonly source: ManifestSource;
+  readonly value: unknown;
+}
+
+/** Splits a YAML (or JSON) text into documents; empty documents keep their number but are dropped. */
+export function parseDocuments(file: string, text: string): { documents: ParsedDocument[]; errors: ManifestError[] } {
+  const documents: ParsedDocument[] = [];
+  const errors: ManifestError[] = [];
+  parseAllDocuments(text, { prettyErrors: false }).forEach((doc, i) => {
+    const source = { file, document: i + 1 };
+    if (!('errors' in doc)) return; // an empty stream after the last separator
+    const yamlError = doc.errors[0];
+    if (yamlError !== undefined) {
+      const where = yamlError.linePos?.[0];
+      const at = where === undefined ? '' : ` (line ${where.line}, column ${where.col})`;
+      errors.push(new ManifestError(source, `invalid YAML: ${firstLine(yamlError.message)}${at}`));
+      return;
+    }
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) return;
+    documents.push({ source, value });
+  });
+  return { documents, errors };
+}
+
+const firstLine = (s: string): string => s.split('\n')[0] ?? s;
+
+// ---- shape checking: the decoding step, which rejects wrong types before validation ----
+
+type Shape = 'string' | 'boolean' | 'integer' | 'quantity' | 'any' | { object: Record<string, Shape> } | { array: Shape } | { stringMap: true };
+
+const stringArray: Shape = { array: 'string' };
+const stringMap: Shape = { stringMap: true };
+const windowsOptionsShape: Shape = {
+  object: { gmsaCredentialSpecName: 'string', gmsaCredentialSpec: 'string', runAsUserName: 'string', hostProcess: 'boolean' },
+};
+const containerShape: Shape = {
+  object: {
+    name: 'string',
+    image: 'string',
+    imagePullPolicy: 'string',
+    command: stringArray,
+    args: stringArray,
+    workingDir: 'string',
+    stdin: 'boolean',
+    stdinOnce: 'boolean',
+    tty: 'boolean',
+    env: { array: { object: { name: 'string', value: 'string', valueFrom: 'any' } } },
+    ports: { array: { object: { name: 'string', containerPort: 'integer', hostPort: 'integer', protocol: 'string', hostIP: 'string' } } },
+    resources: { object: { limits: { stringMap: true }, requests: { stringMap: true } } },
+    securityContext: {
+      object: { windowsOptions: windowsOptionsShape, runAsNonRoot: 'boolean', privileged: 'boolean', runAsUser: 'integer', runAsGroup: 'integer' },
+    },
+  },
+};
+const metadataShape: Shape = {
+  object: { name: 'string', generateName: 'string', namespace: 'string', uid: 'string', labels: stringMap, annotations: stringMap },
+};
+const podSpecShape: Shape = {
+  object: {
+    containers: { array: containerShape },
+    initContainers: { array: containerShape },
+    serviceAccountName: 'string',
+    hostNetwork: 'boolean',
+    hostname: 'string',
+    subdomain: 'string',
+    nodeName: 'string',
+    restartPolicy: 'string',
+    securityContext: {
+      object: { windowsOptions: windowsOptionsShape, runAsNonRoot: 'boolean', runAsUser: 'integer', runAsGroup: 'integer' },
+    },
+  },
+};
+
+const describe = (value: unknown): string => (Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value);
+
+/** Checks the fields the kubelet reads for their JSON types; unknown fields are ignored like the API server's decoder. */
+export function checkShape(value: unknown, shape: Shape, path: string): FieldError[] {
+  if (value === undefined || value === null || shape === 'any') return [];
+  const mismatch = (expected: string): FieldError[] => [invalid(path, value, `must be ${expected}, not ${describe(value)}`)];
+  if (shape === 'string') return typeof value === 'string' ? [] : mismatch('a string');
+  if (shape === 'boolean') return typeof value === 'boolean' ? [] : mismatch('a boolean');
+  if (shape === 'integer') return Number.isInteger(value) ? [] : mismatch('an integer');
+  if (shape === 'quantity') return typeof value === 'string' || typeof value === 'number' ? [] : mismatch('a quantity');
+  if ('stringMap' in shape) {
+    if (typeof value !== 'object' || Array.isArray(value)) return mismatch('an object');
+    return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) =>
+      typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? [] : checkShape(v, 'string', `${path}[${k}]`),
+    );
+  }
+  if ('array' in shape) {
+    if (!Array.isArray(value)) return mismatch('an array');
+    return value.flatMap((item, i) => checkShape(item, shape.array, `${path}[${i}]`));
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) return mismatch('an object');
+  return Object.entries(shape.object).flatMap(([key, fieldShape]) =>
+    checkShape((value as Record<string, unknown>)[key], fieldShape, path === '' ? key : `${path}.${key}`),
+  );
+}
+
+/** Label and annotation values may be written as YAML numbers or booleans; the API wants strings. */
+function stringifyMap(map: Record<string, unknown> | undefined): Record<string, string> | undefined {
+  if (map === undefined || map === null) return undefined;
+  return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)]));
+}
+
+export function normaliseMetadata(meta: V1ObjectMeta | undefined): V1ObjectMeta {
+  const out: V1ObjectMeta = { ...(meta ?? {}) };
+  const labels = stringifyMap(meta?.labels);
+  const annotations = stringifyMap(meta?.annotations);
+  if (labels !== undefined) out.labels = labels;
+  if (annotations !== undefined) out.annotations = annotations;
+  return out;
+}
+
+// ---- workloads ----
+
+/** Where each workload kind keeps its pod template. */
+const templatePaths: Record<string, readonly string[]> = {
+  Deployment: ['spec', 'template'],
+  ReplicaSet: ['spec', 'template'],
+  StatefulSet: ['spec', 'template'],
+  DaemonSet: ['spec', 'template'],
+  Job: ['spec', 'template'],
+  CronJob: ['spec', 'jobTemplate', 'spec', 'template'],
+};
+export const supportedPodKinds: readonly string[] = ['Pod', ...Object.keys(templatePaths)];
+
+function dig(value: unknown, path: readonly string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (typeof current !== 'object' || current === null) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+// The suffix alphabet of generated names (apimachinery rand.String): no vowels, no confusables.
+const nameAlphabet = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** A stable generated-name suffix, so the same workload gives the same pod name on every run. */
+export function stableSuffix(seed: string, length = 5): string {
+  const digest = createHash('sha256').update(seed).digest();
+  return Array.from(digest.subarray(0, length), (b) => nameAlphabet[b % nameAlphabet.length]).join('');
+}
+
+/** A UUID-shaped, stable UID for a pod the user gave none (a static pod's UID is a hash too). */
+export function stableUid(seed: string): string {
+  const hex = createHash('sha256').update(seed).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export interface LoadedPod {
+  readonly pod: V1Pod;
+  readonly source: ManifestSource;
+}
+
+export interface PodManifestOptions {
+  readonly defaultNamespace?: string;
+  readonly validation?: PodValidationOptions;
+}
+
+/** Turns one decoded document into a pod (or the errors that prevent it). */
+export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions = {}): { pod?: V1Pod; errors: ManifestError[] } {
+  const fail = (...errs: FieldError[]) => ({ errors: errs.map((e) => new ManifestError(doc.source, e)) });
+  const value = doc.value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail(invalid('', value, 'a manifest document must be an object'));
+  }
+  const object = value as Record<string, unknown>;
+  const kind = object['kind'];
+  if (kind === undefined || kind === '') return fail(required('kind'));
+  if (typeof kind !== 'string' || !supportedPodKinds.includes(kind)) return fail(notSupported('kind', kind, supportedPodKinds));
+
+  let raw: Record<string, unknown>;
+  let ownerName: string | undefined;
+  if (kind === 'Pod') {
+    raw = object;
+  } else {
+    const templatePath = templatePaths[kind]!;
+    const template = dig(object, templatePath) as V1PodTemplateSpec | undefined;
+    const where = templatePath.join('.');
+    if (template === undefined || template === null) return fail(required(where));
+    const shapeErrors = checkShape(object['metadata'], metadataShape, 'metadata');
+    if (shapeErrors.length > 0) return fail(...shapeErrors);
+    const owner = (object['metadata'] ?? {}) as V1ObjectMeta;
+    ownerName = owner.name;
+    if (ownerName === undefined || ownerName === '') return fail(required('metadata.name', 'name or generateName is required'));
+    const templateMeta = (template.metadata ?? {}) as V1ObjectMeta;
+    raw = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        ...templateMeta,
+        name: `${ownerName}-${stableSuffix(`${kind}/${owner.namespace ?? ''}/${ownerName}`)}`,
+        namespace: templateMeta.namespace ?? owner.namespace,
+      },
+      spec: template.spec,
+    };
+  }
+
+  // Field paths of a template are reported under the workload's template path.
+  const prefix = kind === 'Pod' ? '' : `${templatePaths[kind]!.join('.')}.`;
+  const shapeErrors = [...checkShape(raw['metadata'], metadataShape, 'metadata'), ...checkShape(raw['spec'], podSpecShape, 'spec')];
+  if (raw['spec'] === undefined || raw['spec'] === null) shapeErrors.push(required('spec'));
+  if (shapeErrors.length > 0) return fail(...shapeErrors.map((e) => (kind === 'Pod' ? e : { ...e, path: prefix + e.path })));
+
+  const metadata = normaliseMetadata(raw['metadata'] as V1ObjectMeta | undefined);
+  metadata.namespace = metadata.namespace || options.defaultNamespace || 'default';
+  const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: raw['spec'] as V1Pod['spec'] };
+
+  const validationErrors = validatePod(pod, options.validation ?? defaultPodValidationOptions);
+  if (validationErrors.length > 0) {
+    return fail(...validationErrors.map((e) => (kind === 'Pod' || !e.path.startsWith('spec') ? e : { ...e, path: prefix + e.path })));
+  }
+  if (metadata.uid === undefined || metadata.uid === '') {
+    metadata.uid = stableUid(`${doc.source.file}#${doc.source.document}:${JSON.stringify(pod)}`);
+  }
+  return { pod, errors: [] };
+}
+
+/** All pods of one manifest text; broken documents give errors and no pod. */
+export function loadPodManifest(file: string, text: string, options: PodManifestOptions = {}): { pods: LoadedPod[]; errors: ManifestError[] } {
+  const { documents, errors } = parseDocuments(file, text);
+  const pods: LoadedPod[] = [];
+  for (const doc of documents) {
+    const result = podFromDocument(doc, options);
+    errors.push(...result.errors);
+    if (result.pod !== undefined) pods.push({ pod: result.pod, source: doc.source });
+  }
+  // Two documents naming the same pod: the later one is refused, as a second create would be.
+  const seen = new Map<string, ManifestSource>();
+  const unique: LoadedPod[] = [];
+  for (const loaded of pods) {
+    const { namespace, name } = loaded.pod.metadata!;
+    const first = seen.get(`${namespace}/${name}`);
+    if (first !== undefined) {
+      errors.push(new ManifestError(loaded.source, `metadata.name: Duplicate value: ${JSON.stringify(name)}: already defined in document ${first.document}`));
+      continue;
+    }
+    seen.set(`${namespace}/${name}`, loaded.source);
+    unique.push(loaded);
+  }
+  return { pods: unique, errors };
+}
+
+/** Reads pod manifest files; an unreadable file is an error for that file only. */
+export async function loadPodFiles(files: readonly string[], options: PodManifestOptions = {}): Promise<{ pods: LoadedPod[]; errors: Error[] }> {
+  const pods: LoadedPod[] = [];
+  const errors: Error[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      errors.push(new Error(`${file}: ${(err as Error).message}`));
+      continue;
+    }
+    const result = loadPodManifest(file, text, options);
+    pods.push(...result.pods);
+    errors.push(...result.errors);
+  }
+  return { pods, errors };
+}

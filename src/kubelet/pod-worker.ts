@@ -1,0 +1,250 @@
+/**
+ * Drives one admitted pod through a CRI runtime once, as the kubelet's SyncPod does on a pod's
+ * first sync (pkg/kubelet/kuberuntime SyncPod): RunPodSandbox, then each init container in order
+ * (each must exit 0 before the next), then every regular container: image per imagePullPolicy,
+ * CreateContainer, StartContainer. Every failure is reported with the kubelet's reason and message
+ * (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError, …) and the
+ * events a user would see. Restarts and the long-running sync loop are not part of one pass.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
+import { unaryCall, type CriClient } from '../cri/proto.js';
+import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
+import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
+
+export type ContainerKind = 'init' | 'regular';
+
+export interface ContainerOutcome {
+  readonly name: string;
+  readonly kind: ContainerKind;
+  /** started: StartContainer succeeded; exited: an init container ran to its end; waiting: not started. */
+  readonly state: 'started' | 'exited' | 'waiting';
+  readonly containerId?: string;
+  /** The kubelet's waiting or terminated reason (ErrImagePull, CreateContainerError, Completed, …). */
+  readonly reason?: string;
+  readonly message?: string;
+  readonly exitCode?: number;
+}
+
+export interface PodEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly message: string;
+  /** The container the event is about (fieldPath spec.containers{name}); absent for the pod. */
+  readonly container?: string;
+}
+
+export interface PodOutcome {
+  readonly sandboxId?: string;
+  /** Set when no sandbox could be created; then no container was touched. */
+  readonly sandboxError?: { readonly reason: 'FailedCreatePodSandBox'; readonly message: string };
+  readonly containers: readonly ContainerOutcome[];
+  readonly events: readonly PodEvent[];
+}
+
+export interface PodWorkerOptions {
+  /** Root of the pod log directories (the kubelet's /var/log/pods). */
+  readonly podLogsRoot: string;
+  readonly nodeName?: string;
+  readonly nodeCpuCount?: number;
+  /** ConfigMaps for env and envFrom. */
+  readonly configMaps?: readonly V1ConfigMap[];
+  /** Deadline of each CRI call. */
+  readonly callTimeoutMs?: number;
+  /** How long an init container may run before the pass gives up on it. */
+  readonly initContainerTimeoutMs?: number;
+  /** Interval of ContainerStatus polls while an init container runs. */
+  readonly pollIntervalMs?: number;
+  readonly runtimeHandler?: string;
+}
+
+const grpcCodeNames = [
+  'OK', 'Canceled', 'Unknown', 'InvalidArgument', 'DeadlineExceeded', 'NotFound', 'AlreadyExists', 'PermissionDenied', 'ResourceExhausted',
+  'FailedPrecondition', 'Aborted', 'OutOfRange', 'Unimplemented', 'Internal', 'Unavailable', 'DataLoss', 'Unauthenticated',
+];
+
+/** A gRPC error as Go's status error prints it: `rpc error: code = NotFound desc = …`. */
+export function grpcErrorString(err: unknown): string {
+  const e = err as Partial<grpc.ServiceError>;
+  if (typeof e.code === 'number') return `rpc error: code = ${grpcCodeNames[e.code] ?? `Code(${e.code})`} desc = ${e.details ?? ''}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** status.Message: the description alone, what the kubelet puts in waiting messages. */
+function grpcMessage(err: unknown): string {
+  const e = err as Partial<grpc.ServiceError>;
+  if (typeof e.code === 'number') return e.details ?? '';
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** API defaulting of imagePullPolicy: Always for `:latest` or no tag, else IfNotPresent. */
+export function effectivePullPolicy(container: V1Container): 'Always' | 'IfNotPresent' | 'Never' {
+  const policy = container.imagePullPolicy;
+  if (policy === 'Always' || policy === 'IfNotPresent' || policy === 'Never') return policy;
+  const image = container.image ?? '';
+  if (image.includes('@')) return 'IfNotPresent';
+  const lastSlash = image.lastIndexOf('/');
+  const colon = image.indexOf(':', lastSlash + 1);
+  const tag = colon === -1 ? '' : image.slice(colon + 1);
+  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+const ContainerStateExited = 2;
+
+class ContainerStartFailure extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One pass of SyncPod for a pod that has no sandbox yet. */
+export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerOptions): Promise<PodOutcome> {
+  const events: PodEvent[] = [];
+  const outcomes: ContainerOutcome[] = [];
+  const call = { timeoutMs: options.callTimeoutMs ?? 30_000 };
+  const initContainers = pod.spec?.initContainers ?? [];
+  const containers = pod.spec?.containers ?? [];
+  const waitingAll = (reason: string, from: { list: V1Container[]; kind: ContainerKind }[]): void => {
+    for (const { list, kind } of from) for (const c of list) outcomes.push({ name: c.name, kind, state: 'waiting', reason });
+  };
+
+  let sandboxConfig: PodSandboxConfig;
+  let sandboxId: string;
+  try {
+    sandboxConfig = buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot, attempt: 0 });
+    // The kubelet creates the pod's log directory before asking for the sandbox.
+    await mkdir(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
+    const response = await unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, call);
+    sandboxId = response.pod_sandbox_id;
+  } catch (err) {
+    const message = `Failed to create pod sandbox: ${grpcErrorString(err)}`;
+    events.push({ type: 'Warning', reason: 'FailedCreatePodSandBox', message });
+    waitingAll('ContainerCreating', [
+      { list: initContainers, kind: initContainers.length > 0 ? 'init' : 'regular' },
+      { list: containers, kind: 'regular' },
+    ]);
+    return { sandboxError: { reason: 'FailedCreatePodSandBox', message }, containers: outcomes, events };
+  }
+
+  const start = async (container: V1Container, kind: ContainerKind): Promise<ContainerOutcome> => {
+    const event = (type: PodEvent['type'], reason: string, message: string) => events.push({ type, reason, message, container: container.name });
+    try {
+      const image = await ensureImage(cri, container, sandboxConfig, call, event);
+      // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
+      await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
+      let config;
+      try {
+        config = buildContainerConfig(pod, container, {
+          attempt: 0,
+          configMaps: options.configMaps ?? [],
+          nodeName: options.nodeName ?? '',
+          nodeCpuCount: options.nodeCpuCount ?? 2,
+          imageUser: image.user,
+          imageRef: image.ref,
+        });
+      } catch (err) {
+        throw new ContainerStartFailure('CreateContainerConfigError', (err as Error).message);
+      }
+      let containerId: string;
+      try {
+        containerId = (await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandboxConfig }, call)).container_id;
+      } catch (err) {
+        throw new ContainerStartFailure('CreateContainerError', grpcMessage(err));
+      }
+      event('Normal', 'Created', `Created container: ${container.name}`);
+      try {
+        await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }, call);
+      } catch (err) {
+        event('Warning', 'Failed', `Error: ${grpcMessage(err)}`);
+        return { name: container.name, kind, state: 'waiting', containerId, reason: 'RunContainerError', message: grpcMessage(err) };
+      }
+      event('Normal', 'Started', `Started container ${container.name}`);
+      return { name: container.name, kind, state: 'started', containerId };
+    } catch (err) {
+      if (!(err instanceof ContainerStartFailure)) throw err;
+      event('Warning', 'Failed', `Error: ${err.reason === 'CreateContainerError' || err.reason === 'CreateContainerConfigError' ? err.message : err.reason}`);
+      return { name: container.name, kind, state: 'waiting', reason: err.reason, message: err.message };
+    }
+  };
+
+  for (const [i, container] of initContainers.entries()) {
+    const started = await start(container, 'init');
+    if (started.state !== 'started') {
+      outcomes.push(started);
+      waitingAll('PodInitializing', [{ list: initContainers.slice(i + 1), kind: 'init' }, { list: containers, kind: 'regular' }]);
+      return { sandboxId, containers: outcomes, events };
+    }
+    const finished = await waitForExit(cri, started, options, call);
+    outcomes.push(finished);
+    if (finished.state !== 'exited' || finished.exitCode !== 0) {
+      waitingAll('PodInitializing', [{ list: initContainers.slice(i + 1), kind: 'init' }, { list: containers, kind: 'regular' }]);
+      return { sandboxId, containers: outcomes, events };
+    }
+  }
+  for (const container of containers) outcomes.push(await start(container, 'regular'));
+  return { sandboxId, containers: outcomes, events };
+}
+
+/** EnsureImageExists: pull per policy; returns the image id and its configured user (for runAsNonRoot). */
+async function ensureImage(
+  cri: CriClient,
+  container: V1Container,
+  sandboxConfig: PodSandboxConfig,
+  call: { timeoutMs: number },
+  event: (type: PodEvent['type'], reason: string, message: string) => void,
+): Promise<{ ref: string; user: string }> {
+  const image = container.image ?? '';
+  const policy = effectivePullPolicy(container);
+  const status = async () => {
+    try {
+      return (await unaryCall(cri.image, 'ImageStatus', { image: { image } }, call)).image;
+    } catch (err) {
+      event('Warning', 'InspectFailed', `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorString(err)}`);
+      throw new ContainerStartFailure('ImageInspectError', `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorString(err)}`);
+    }
+  };
+  let present = policy === 'Always' ? null : await status();
+  if (present !== null && present !== undefined) {
+    event('Normal', 'Pulled', `Container image ${JSON.stringify(image)} already present on machine`);
+    return { ref: present.id, user: present.username };
+  }
+  if (policy === 'Never') {
+    const message = `Container image ${JSON.stringify(image)} is not present with pull policy of Never`;
+    event('Warning', 'ErrImageNeverPull', message);
+    throw new ContainerStartFailure('ErrImageNeverPull', message);
+  }
+  event('Normal', 'Pulling', `Pulling image ${JSON.stringify(image)}`);
+  const began = Date.now();
+  try {
+    await unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, call);
+  } catch (err) {
+    const message = `Failed to pull image ${JSON.stringify(image)}: ${grpcErrorString(err)}`;
+    event('Warning', 'Failed', message);
+    throw new ContainerStartFailure('ErrImagePull', message);
+  }
+  event('Normal', 'Pulled', `Successfully pulled image ${JSON.stringify(image)} in ${((Date.now() - began) / 1000).toFixed(3)}s`);
+  present = await status();
+  return { ref: present?.id ?? '', user: present?.username ?? '' };
+}
+
+/** Polls ContainerStatus until the init container exits, within a bounded time. */
+async function waitForExit(cri: CriClient, started: ContainerOutcome, options: PodWorkerOptions, call: { timeoutMs: number }): Promise<ContainerOutcome> {
+  const deadline = Date.now() + (options.initContainerTimeoutMs ?? 60_000);
+  const interval = options.pollIntervalMs ?? 100;
+  while (Date.now() < deadline) {
+    const status = (await unaryCall(cri.runtime, 'ContainerStatus', { container_id: started.containerId!, verbose: false }, call)).status;
+    if (status !== null && status.state === ContainerStateExited) {
+      const reason = status.reason !== '' ? status.reason : status.exit_code === 0 ? 'Completed' : 'Error';
+      return { ...started, state: 'exited', exitCode: status.exit_code, reason, ...(status.message === '' ? {} : { message: status.message }) };
+    }
+    await delay(interval);
+  }
+  return { ...started, reason: 'InitContainerTimeout', message: `init container ${started.name} did not exit within ${options.initContainerTimeoutMs ?? 60_000} ms` };
+}

@@ -1,0 +1,235 @@
+/**
+ * API validation of a pod as the API server does it before anything reaches a node
+ * (kubernetes pkg/apis/core/validation): the identity fields, container names and images, and the
+ * Windows rules (windowsOptions, hostProcess) with their upstream messages and order.
+ */
+import type { V1Container, V1Pod, V1PodSpec, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
+import { child, duplicate, forbidden, index, invalid, required, type FieldError } from './field-errors.js';
+
+// apimachinery's RegexError shape, quirks included ("'my-name',  or '123-abc'").
+function regexError(msg: string, fmt: string, ...examples: string[]): string {
+  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
+  return `${msg} (e.g. ${examples.map((e, i) => `${i > 0 ? ' or ' : ''}'${e}', `).join('')}regex used for validation is '${fmt}')`;
+}
+
+const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const dns1123SubdomainFmt = `${dns1123LabelFmt}(\\.${dns1123LabelFmt})*`;
+const dns1123Label = new RegExp(`^${dns1123LabelFmt}$`);
+const dns1123Subdomain = new RegExp(`^${dns1123SubdomainFmt}$`);
+
+export function isDNS1123Subdomain(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > 253) errs.push('must be no more than 253 characters');
+  if (!dns1123Subdomain.test(value)) {
+    errs.push(
+      regexError(
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        dns1123SubdomainFmt,
+        'example.com',
+      ),
+    );
+  }
+  return errs;
+}
+
+export function isDNS1123Label(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > 63) errs.push('must be no more than 63 characters');
+  if (!dns1123Label.test(value)) {
+    errs.push(
+      regexError(
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+        dns1123LabelFmt,
+        'my-name',
+        '123-abc',
+      ),
+    );
+  }
+  return errs;
+}
+
+// Limits and patterns of validateWindowsSecurityContextOptions. Lengths are in bytes, as Go's len().
+const maxGMSACredentialSpecLengthInKiB = 64;
+const maxGMSACredentialSpecLength = maxGMSACredentialSpecLengthInKiB * 1024;
+const maxRunAsUserNameDomainLength = 256;
+const maxRunAsUserNameUserLength = 104;
+// Go's [[:cntrl:]] is ASCII control characters only.
+// eslint-disable-next-line no-control-regex
+const controlCharacters = /[\x00-\x1f\x7f]/;
+// NetBIOS: 1 to 15 characters, not starting with a dot, none of \ / : * ? " < > |
+const netBiosDomain = /^[^\\/:*?"<>|.][^\\/:*?"<>|]{0,14}$/u;
+const dnsLabelFormat = '[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?';
+const dnsDomain = new RegExp(`^${dnsLabelFormat}(?:\\.${dnsLabelFormat})*$`);
+const invalidUserNameCharacters = /["/\\:;|=,+*?<>@[\]]/;
+const onlyDotsOrSpaces = /^[. ]+$/;
+
+const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** validateWindowsSecurityContextOptions: every message, in upstream order. */
+export function validateWindowsOptions(options: V1WindowsSecurityContextOptions | undefined, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  if (options === undefined || options === null) return errs;
+
+  if (options.gmsaCredentialSpecName !== undefined) {
+    for (const msg of isDNS1123Subdomain(options.gmsaCredentialSpecName)) {
+      errs.push(invalid(child(path, 'gmsaCredentialSpecName'), options.gmsaCredentialSpecName, msg));
+    }
+  }
+
+  if (options.gmsaCredentialSpec !== undefined) {
+    const specPath = child(path, 'gmsaCredentialSpec');
+    const length = byteLength(options.gmsaCredentialSpec);
+    if (length === 0) {
+      errs.push(invalid(specPath, options.gmsaCredentialSpec, 'gmsaCredentialSpec cannot be an empty string'));
+    } else if (length > maxGMSACredentialSpecLength) {
+      errs.push(invalid(specPath, options.gmsaCredentialSpec, `gmsaCredentialSpec size must be under ${maxGMSACredentialSpecLengthInKiB} KiB`));
+    }
+  }
+
+  if (options.runAsUserName !== undefined) {
+    errs.push(...validateRunAsUserName(options.runAsUserName, child(path, 'runAsUserName')));
+  }
+  return errs;
+}
+
+function validateRunAsUserName(userName: string, path: string): FieldError[] {
+  const fail = (msg: string): FieldError => invalid(path, userName, msg);
+  // The first three stop further checks.
+  if (byteLength(userName) === 0) return [fail('runAsUserName cannot be an empty string')];
+  if (controlCharacters.test(userName)) return [fail('runAsUserName cannot contain control characters')];
+  const parts = userName.split('\\');
+  if (parts.length > 2) return [fail('runAsUserName cannot contain more than one backslash')];
+
+  const errs: FieldError[] = [];
+  const hasDomain = parts.length === 2;
+  const domain = hasDomain ? parts[0]! : '';
+  const user = hasDomain ? parts[1]! : parts[0]!;
+
+  if (byteLength(domain) >= maxRunAsUserNameDomainLength) {
+    errs.push(fail(`runAsUserName's Domain length must be under ${maxRunAsUserNameDomainLength} characters`));
+  }
+  if (hasDomain && !(netBiosDomain.test(domain) || dnsDomain.test(domain))) {
+    errs.push(fail("runAsUserName's Domain doesn't match the NetBios nor the DNS format"));
+  }
+  const userLength = byteLength(user);
+  if (userLength === 0) {
+    errs.push(fail("runAsUserName's User cannot be empty"));
+  } else if (userLength > maxRunAsUserNameUserLength) {
+    errs.push(fail(`runAsUserName's User length must not be longer than ${maxRunAsUserNameUserLength} characters`));
+  }
+  if (onlyDotsOrSpaces.test(user)) {
+    errs.push(fail("runAsUserName's User cannot contain only periods or spaces"));
+  }
+  if (invalidUserNameCharacters.test(user)) {
+    errs.push(fail(`runAsUserName's User cannot contain the following characters: "/\\:;|=,+*?<>@[]`));
+  }
+  return errs;
+}
+
+export interface PodValidationOptions {
+  /** The API server's --allow-privileged; HostProcess pods are refused without it. */
+  readonly allowPrivileged: boolean;
+}
+
+export const defaultPodValidationOptions: PodValidationOptions = { allowPrivileged: true };
+
+interface VisitedContainer {
+  readonly container: V1Container;
+  readonly path: string;
+}
+
+/** Init containers, then containers, then ephemeral containers, as VisitContainersWithPath. */
+export function containersWithPaths(spec: V1PodSpec, specPath = 'spec'): VisitedContainer[] {
+  const visited: VisitedContainer[] = [];
+  (spec.initContainers ?? []).forEach((c, i) => visited.push({ container: c, path: index(child(specPath, 'initContainers'), i) }));
+  (spec.containers ?? []).forEach((c, i) => visited.push({ container: c, path: index(child(specPath, 'containers'), i) }));
+  (spec.ephemeralContainers ?? []).forEach((c, i) =>
+    visited.push({ container: c as V1Container, path: index(child(specPath, 'ephemeralContainers'), i) }),
+  );
+  return visited;
+}
+
+/** validateWindowsHostProcessPod. */
+export function validateWindowsHostProcessPod(spec: V1PodSpec, path: string, options: PodValidationOptions): FieldError[] {
+  const errs: FieldError[] = [];
+  const podHostProcess = spec.securityContext?.windowsOptions?.hostProcess;
+  const hostNetwork = spec.hostNetwork === true;
+  let containerCount = 0;
+  let hostProcessCount = 0;
+
+  for (const { container, path: containerPath } of containersWithPaths(spec, path)) {
+    containerCount++;
+    const containerHostProcess = container.securityContext?.windowsOptions?.hostProcess;
+    if (podHostProcess !== undefined && containerHostProcess !== undefined && podHostProcess !== containerHostProcess) {
+      errs.push(
+        invalid(
+          child(containerPath, 'securityContext', 'windowsOptions', 'hostProcess'),
+          containerHostProcess,
+          `pod hostProcess value must be identical if both are specified, was ${podHostProcess}`,
+        ),
+      );
+    }
+    if (containerHostProcess === true || (containerHostProcess === undefined && podHostProcess === true)) hostProcessCount++;
+  }
+
+  if (hostProcessCount > 0) {
+    if (hostProcessCount !== containerCount) {
+      errs.push(invalid(path, '', 'If pod contains any hostProcess containers then all containers must be HostProcess containers'));
+    }
+    if (!hostNetwork) {
+      errs.push(invalid(child(path, 'hostNetwork'), hostNetwork, 'hostNetwork must be true if pod contains any hostProcess containers'));
+    }
+    if (!options.allowPrivileged) {
+      errs.push(forbidden(path, 'hostProcess containers are disallowed by cluster policy'));
+    }
+  }
+  return errs;
+}
+
+function validateContainerList(containers: readonly V1Container[], path: string, seen: Set<string>): FieldError[] {
+  const errs: FieldError[] = [];
+  containers.forEach((container, i) => {
+    const containerPath = index(path, i);
+    const namePath = child(containerPath, 'name');
+    if (container.name === undefined || container.name === '') {
+      errs.push(required(namePath));
+    } else {
+      for (const msg of isDNS1123Label(container.name)) errs.push(invalid(namePath, container.name, msg));
+      if (seen.has(container.name)) errs.push(duplicate(namePath, container.name));
+      seen.add(container.name);
+    }
+    if (container.image === undefined || container.image.trim() === '') errs.push(required(child(containerPath, 'image')));
+    errs.push(...validateWindowsOptions(container.securityContext?.windowsOptions, child(containerPath, 'securityContext', 'windowsOptions')));
+  });
+  return errs;
+}
+
+/**
+ * ValidatePod, reduced to what a Windows node's pod path depends on: metadata identity, container
+ * names and images, windowsOptions at every level, and the HostProcess rules.
+ */
+export function validatePod(pod: V1Pod, options: PodValidationOptions = defaultPodValidationOptions): FieldError[] {
+  const errs: FieldError[] = [];
+  const name = pod.metadata?.name;
+  if (name === undefined || name === '') {
+    errs.push(required('metadata.name', 'name or generateName is required'));
+  } else {
+    for (const msg of isDNS1123Subdomain(name)) errs.push(invalid('metadata.name', name, msg));
+  }
+  const namespace = pod.metadata?.namespace;
+  if (namespace !== undefined && namespace !== '') {
+    for (const msg of isDNS1123Label(namespace)) errs.push(invalid('metadata.namespace', namespace, msg));
+  }
+
+  const spec: V1PodSpec = pod.spec ?? { containers: [] };
+  const seen = new Set<string>();
+  if ((spec.containers ?? []).length === 0) errs.push(required('spec.containers'));
+  errs.push(...validateContainerList(spec.containers ?? [], 'spec.containers', seen));
+  errs.push(...validateContainerList(spec.initContainers ?? [], 'spec.initContainers', seen));
+  if (spec.serviceAccountName !== undefined && spec.serviceAccountName !== '') {
+    for (const msg of isDNS1123Subdomain(spec.serviceAccountName)) errs.push(invalid('spec.serviceAccountName', spec.serviceAccountName, msg));
+  }
+  errs.push(...validateWindowsOptions(spec.securityContext?.windowsOptions, 'spec.securityContext.windowsOptions'));
+  errs.push(...validateWindowsHostProcessPod(spec, 'spec', options));
+  return errs;
+}

@@ -1,0 +1,186 @@
+import { isAbsolute, join } from 'node:path';
+import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
+import type { CreateContainerRequest__Output } from '../generated/runtime/v1/CreateContainerRequest.js';
+import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
+import { CleanupStack } from './cleanup.js';
+import { RuntimeError } from './errors.js';
+import { ContainerEventType, publishEvent } from './events.js';
+import { newId } from './ids.js';
+import type { ImageConfig } from './images/catalogue.js';
+import {
+  composeSpec,
+  withAnnotations,
+  withCwd,
+  withEnv,
+  withHostname,
+  withImageUser,
+  withLinuxResources,
+  withLinuxUser,
+  withMounts,
+  withNoNewPrivileges,
+  withProcessArgs,
+  withSysctls,
+  withTerminal,
+  withWindowsResources,
+  withWindowsUsername,
+  type OciSpec,
+} from './oci/spec.js';
+import type { RuntimeContext } from './runtime-context.js';
+import {
+  initialContainerStatus,
+  newContainerLive,
+  ProcessTable,
+  type ContainerRecord,
+} from './store/container-store.js';
+import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+import { validateLinuxContainerSecurity } from './validation/container-security.js';
+
+/**
+ * The process argv: the config's command replaces the image ENTRYPOINT, and its args replace
+ * CMD; with no command, the image ENTRYPOINT runs with the config's args or else the image CMD
+ * (the kubelet/containerd rule).
+ */
+export function resolveProcessArgs(config: Pick<ContainerConfig__Output, 'command' | 'args'>, image: Pick<ImageConfig, 'entrypoint' | 'cmd'>): string[] {
+  if (config.command.length > 0) return [...config.command, ...config.args];
+  return [...image.entrypoint, ...(config.args.length > 0 ? config.args : image.cmd)];
+}
+
+/** The user name commands print: run_as_username/uid over the image user, per OS. */
+function effectiveUser(os: 'linux' | 'windows', config: ContainerConfig__Output, image: ImageConfig): string {
+  if (os === 'windows') {
+    const requested = config.windows?.security_context?.run_as_username ?? '';
+    return requested || image.user || 'ContainerAdministrator';
+  }
+  const sc = config.linux?.security_context;
+  if (sc?.run_as_username) return sc.run_as_username;
+  if (sc?.run_as_user) return sc.run_as_user.value === '0' ? 'root' : sc.run_as_user.value;
+  const name = image.user.split(':')[0] ?? '';
+  return name === '' || name === '0' ? 'root' : name;
+}
+
+/** The files a real runtime bind-mounts into every container from the sandbox. */
+function sandboxFiles(sandbox: SandboxRecord): Map<string, string> {
+  const dns = sandbox.config.dns_config;
+  const resolv = [
+    ...(dns?.servers ?? []).map((s) => `nameserver ${s}`),
+    ...(dns !== null && dns.searches.length > 0 ? [`search ${dns.searches.join(' ')}`] : []),
+    ...(dns !== null && dns.options.length > 0 ? [`options ${dns.options.join(' ')}`] : []),
+  ];
+  return new Map([
+    ['/etc/hostname', `${sandbox.hostname}\n`],
+    ['/etc/hosts', `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${sandbox.ip}\t${sandbox.hostname}\n`],
+    ['/etc/resolv.conf', resolv.length > 0 ? `${resolv.join('\n')}\n` : ''],
+  ]);
+}
+
+/** Composes the container's OCI spec from the image config, the CRI config and the sandbox. */
+export function buildContainerSpec(os: 'linux' | 'windows', config: ContainerConfig__Output, image: ImageConfig, sandbox: SandboxRecord, args: string[], id: string): OciSpec {
+  const sc = config.linux?.security_context ?? null;
+  const envs = config.envs.map((kv) => `${kv.key}=${kv.value}`);
+  return composeSpec(
+    os,
+    withProcessArgs(args),
+    withEnv([...image.env, ...(os === 'linux' ? [`HOSTNAME=${sandbox.hostname}`] : []), ...envs]),
+    withCwd(config.working_dir !== '' ? config.working_dir : image.workingDir),
+    withImageUser(image.user),
+    withLinuxUser(
+      sc?.run_as_user ? Number(sc.run_as_user.value) : undefined,
+      sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
+      (sc?.supplemental_groups ?? []).map(Number),
+    ),
+    withWindowsUsername(config.windows?.security_context?.run_as_username ?? ''),
+    withNoNewPrivileges(sc?.no_new_privs ?? false),
+    withHostname(sandbox.hostname),
+    withTerminal(config.tty),
+    withMounts(
+      config.mounts.map((m) => ({
+        destination: m.container_path,
+        source: m.host_path,
+        type: 'bind',
+        options: ['rbind', m.readonly ? 'ro' : 'rw'],
+      })),
+    ),
+    withLinuxResources(config.linux?.resources ? { ...config.linux.resources } : undefined),
+    withWindowsResources(config.windows?.resources ? { ...config.windows.resources } : undefined),
+    withSysctls(sandbox.config.linux?.sysctls ?? {}),
+    withAnnotations({
+      ...config.annotations,
+      'io.kubernetes.cri.container-type': 'container',
+      'io.kubernetes.cri.container-name': config.metadata?.name ?? '',
+      'io.kubernetes.cri.sandbox-id': sandbox.id,
+      'io.kubernetes.cri.image-name': config.image?.image ?? '',
+      'io.kubernetes.cri.container-id': id,
+    }),
+  );
+}
+
+/**
+ * CreateContainer: checks the request, the sandbox and the image, reserves the name, composes the
+ * OCI spec and records a CREATED container. Nothing is left behind when any step fails.
+ */
+export async function createContainer(ctx: RuntimeContext, req: CreateContainerRequest__Output): Promise<CreateContainerResponse> {
+  if (req.pod_sandbox_id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  const config = req.config;
+  if (config === null) throw new RuntimeError('InvalidArgument', 'config is required');
+  if (config.metadata === null || config.metadata.name === '') throw new RuntimeError('InvalidArgument', 'config.metadata.name must not be empty');
+  const imageName = config.image?.image ?? '';
+  if (imageName === '') throw new RuntimeError('InvalidArgument', 'config.image.image must not be empty');
+
+  const sandbox = ctx.sandboxes.mustFind(req.pod_sandbox_id);
+  if (sandbox.status.state !== SandboxState.READY) {
+    throw new RuntimeError('FailedPrecondition', `pod sandbox ${sandbox.id} is not ready: containers cannot be created in it`);
+  }
+  const image = ctx.images.resolve(imageName);
+  if (image === undefined) throw new RuntimeError('NotFound', `image "${imageName}" not found: pull it before creating a container`);
+  validateLinuxContainerSecurity(config.linux?.security_context ?? null);
+  const args = resolveProcessArgs(config, image.config);
+  if (args.length === 0) throw new RuntimeError('InvalidArgument', `no command specified: config.command is empty and image "${imageName}" has no entrypoint or cmd`);
+
+  const cleanup = new CleanupStack();
+  try {
+    const id = newId();
+    const meta = sandbox.config.metadata;
+    const name = `${config.metadata.name}_${meta?.name ?? ''}_${meta?.namespace ?? ''}_${meta?.uid ?? ''}_${config.metadata.attempt}`;
+    ctx.containers.names.reserve(name, id);
+    cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
+
+    const os = image.config.os;
+    const logPath = config.log_path === ''
+      ? join(ctx.settings.stateDir, 'containers', id, 'container.log')
+      : isAbsolute(config.log_path) ? config.log_path : join(sandbox.logDirectory, config.log_path);
+    const record: ContainerRecord = {
+      id,
+      sandboxId: sandbox.id,
+      name,
+      config,
+      labels: config.labels,
+      annotations: config.annotations,
+      imageName,
+      imageId: image.id,
+      imageRef: image.repoDigests[0] ?? image.id,
+      imageConfig: image.config,
+      os,
+      createdAtNanos: ctx.clock.nowNanos(),
+      logPath,
+      runtimeOwnedLog: config.log_path === '',
+      ociSpec: buildContainerSpec(os, config, image.config, sandbox, args, id),
+      securityOptions: [],
+      platform: {},
+      user: effectiveUser(os, config, image.config),
+      resources: config.linux?.resources || config.windows?.resources
+        ? { linux: config.linux?.resources ?? null, windows: config.windows?.resources ?? null }
+        : null,
+      processes: new ProcessTable(),
+      files: sandboxFiles(sandbox),
+      live: newContainerLive(),
+      status: initialContainerStatus(),
+    };
+    ctx.containers.add(record);
+    cleanup.dismiss();
+    ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');
+    publishEvent(ctx, id, sandbox.id, ContainerEventType.CREATED);
+    return { container_id: id };
+  } finally {
+    await cleanup.unwind(ctx.logger);
+  }
+}

@@ -1,0 +1,136 @@
+import type { StartContainerRequest__Output } from '../generated/runtime/v1/StartContainerRequest.js';
+import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
+import { CleanupStack } from './cleanup.js';
+import { executionTarget, processEnvironment } from './container-process.js';
+import { RuntimeError, withContext } from './errors.js';
+import { ContainerEventType, publishEvent } from './events.js';
+import { CriLogWriter } from './logging/cri-log-writer.js';
+import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from './process/simulated-process.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { ContainerState, containerStateName, type ContainerRecord } from './store/container-store.js';
+import { SandboxState } from './store/sandbox-store.js';
+
+/** containerd's status for a container whose start failed. */
+export const START_ERROR_EXIT_CODE = 128;
+export const START_ERROR_REASON = 'StartError';
+
+/**
+ * StartContainer: opens the CRI log file, starts the init process in the command emulator and
+ * marks the container RUNNING. When the start fails the container becomes EXITED with reason
+ * StartError (as in containerd) and the error is returned.
+ */
+export async function startContainer(ctx: RuntimeContext, req: StartContainerRequest__Output): Promise<StartContainerResponse> {
+  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  const container = ctx.containers.mustFind(req.container_id);
+  const { status } = container;
+  if (status.removing) throw new RuntimeError('FailedPrecondition', `container ${container.id} is being removed`);
+  if (status.starting) throw new RuntimeError('FailedPrecondition', `container ${container.id} is already starting`);
+  if (status.state !== ContainerState.CREATED) {
+    throw new RuntimeError('FailedPrecondition', `container ${container.id} is in ${containerStateName(status.state)} state: only a created container can be started`);
+  }
+  const sandbox = ctx.sandboxes.get(container.sandboxId);
+  if (sandbox === undefined || sandbox.status.state !== SandboxState.READY) {
+    throw new RuntimeError('FailedPrecondition', `pod sandbox ${container.sandboxId} of container ${container.id} is not ready`);
+  }
+  ctx.containers.updateStatus(container.id, (s) => ({ ...s, starting: true }));
+
+  const cleanup = new CleanupStack();
+  try {
+    cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
+    let startError: unknown;
+    try {
+      const writer = await CriLogWriter.open(container.logPath, ctx.clock, (err) =>
+        ctx.logger.warn({ err, containerId: container.id }, 'writing the container log failed'),
+      );
+      cleanup.defer('close the log file', () => writer.close());
+      const process = startInitProcess(ctx, container, writer);
+      cleanup.defer('kill the init process', () => process.kill('SIGKILL'));
+      container.live.logWriter = writer;
+      container.live.process = process;
+      const hostPid = ctx.nextHostPid();
+      ctx.containers.updateStatus(container.id, (s) => ({
+        ...s,
+        state: ContainerState.RUNNING,
+        startedAtNanos: process.startedAtNanos,
+        pid: hostPid,
+        starting: false,
+      }));
+      container.live.exitHandled = process.exited.then((exit) => handleExit(ctx, container, exit));
+    } catch (err) {
+      startError = err;
+      throw err;
+    }
+    cleanup.dismiss();
+    ctx.logger.info({ containerId: container.id }, 'container started');
+    publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
+    return {};
+  } catch (err) {
+    if (err instanceof RuntimeError) throw err;
+    throw withContext(err, `failed to start container ${container.id}`);
+  } finally {
+    await cleanup.unwind(ctx.logger);
+  }
+}
+
+function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter): SimulatedProcess {
+  try {
+    return SimulatedProcess.start({
+      registry: ctx.commands,
+      clock: ctx.clock,
+      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
+      argv: container.ociSpec.process.args,
+      env: processEnvironment(container),
+      io: { stdout: (t) => writer.write('stdout', t), stderr: (t) => writer.write('stderr', t) },
+      init: true,
+    });
+  } catch (err) {
+    if (err instanceof CommandNotFoundError) {
+      // The text runc gives through containerd, so users recognise it.
+      throw new RuntimeError(
+        'Unknown',
+        `failed to create containerd task: failed to create shim task: OCI runtime create failed: unable to start container process: ${err.message}: unknown`,
+      );
+    }
+    throw err;
+  }
+}
+
+function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: unknown): void {
+  container.live.process = undefined;
+  container.live.logWriter = undefined;
+  if (ctx.containers.get(container.id) === undefined) return;
+  ctx.containers.updateStatus(container.id, (s) => ({
+    ...s,
+    state: s.state === ContainerState.CREATED ? ContainerState.EXITED : s.state,
+    starting: false,
+    pid: 0,
+    finishedAtNanos: ctx.clock.nowNanos(),
+    exitCode: START_ERROR_EXIT_CODE,
+    reason: START_ERROR_REASON,
+    message: err instanceof Error ? err.message : String(err),
+  }));
+}
+
+/**
+ * The init process exited: every other process of the container dies with it, the log is
+ * flushed and closed, and only then is the container EXITED (so a reader who sees EXITED finds
+ * all output in the file).
+ */
+async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
+  container.processes.killAll('SIGKILL');
+  for (const exec of container.live.execs) exec.kill('SIGKILL');
+  const writer = container.live.logWriter;
+  container.live.logWriter = undefined;
+  await writer?.close();
+  if (ctx.containers.get(container.id) === undefined) return;
+  ctx.containers.updateStatus(container.id, (s) => ({
+    ...s,
+    state: ContainerState.EXITED,
+    finishedAtNanos: exit.finishedAtNanos,
+    exitCode: exit.exitCode,
+    reason: exit.exitCode === 0 ? 'Completed' : 'Error',
+    pid: 0,
+  }));
+  ctx.logger.info({ containerId: container.id, exitCode: exit.exitCode, signal: exit.signal }, 'container exited');
+  publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STOPPED);
+}

@@ -1,0 +1,43 @@
+import type { ReopenContainerLogRequest__Output } from '../generated/runtime/v1/ReopenContainerLogRequest.js';
+import type { ReopenContainerLogResponse } from '../generated/runtime/v1/ReopenContainerLogResponse.js';
+import type { UpdateContainerResourcesRequest__Output } from '../generated/runtime/v1/UpdateContainerResourcesRequest.js';
+import type { UpdateContainerResourcesResponse } from '../generated/runtime/v1/UpdateContainerResourcesResponse.js';
+import { RuntimeError, withContext } from './errors.js';
+import { withLinuxResources, withWindowsResources } from './oci/spec.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { ContainerState, containerStateName } from './store/container-store.js';
+
+/** UpdateContainerResources: created and running containers take new limits into their spec. */
+export function updateContainerResources(ctx: RuntimeContext, req: UpdateContainerResourcesRequest__Output): UpdateContainerResourcesResponse {
+  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  const container = ctx.containers.mustFind(req.container_id);
+  const state = container.status.state;
+  if (state !== ContainerState.CREATED && state !== ContainerState.RUNNING) {
+    throw new RuntimeError('FailedPrecondition', `container ${container.id} is in ${containerStateName(state)} state: its resources cannot be updated`);
+  }
+  const linux = req.linux ?? container.resources?.linux ?? null;
+  const windows = req.windows ?? container.resources?.windows ?? null;
+  container.resources = { linux, windows };
+  withLinuxResources(linux === null ? undefined : { ...linux })(container.ociSpec);
+  withWindowsResources(windows === null ? undefined : { ...windows })(container.ociSpec);
+  return {};
+}
+
+/**
+ * ReopenContainerLog: after the kubelet rotated (renamed) the log file, output goes to a new
+ * file at the original path; that file exists when this returns.
+ */
+export async function reopenContainerLog(ctx: RuntimeContext, req: ReopenContainerLogRequest__Output): Promise<ReopenContainerLogResponse> {
+  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  const container = ctx.containers.mustFind(req.container_id);
+  const writer = container.live.logWriter;
+  if (container.status.state !== ContainerState.RUNNING || writer === undefined) {
+    throw new RuntimeError('FailedPrecondition', `container ${container.id} is not running: its log cannot be reopened`);
+  }
+  try {
+    await writer.reopen();
+  } catch (err) {
+    throw withContext(err, `failed to reopen log ${container.logPath} of container ${container.id}`);
+  }
+  return {};
+}

@@ -1,0 +1,174 @@
+import type { Container } from '../generated/runtime/v1/Container.js';
+import type { ContainerStatus } from '../generated/runtime/v1/ContainerStatus.js';
+import type { Image } from '../generated/runtime/v1/Image.js';
+import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
+import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
+import { nanosToWire } from './clock.js';
+import type { ContainerRecord } from './store/container-store.js';
+import { imageUser, type ImageRecord } from './store/image-store.js';
+import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+
+/** Conversions from store records to the CRI messages the RPCs return. */
+
+const imageSpecOf = (c: ContainerRecord): { image: string; annotations: Record<string, string>; user_specified_image: string } => ({
+  image: c.imageName,
+  annotations: c.config.image?.annotations ?? {},
+  user_specified_image: c.config.image?.user_specified_image || c.imageName,
+});
+
+export function toPodSandbox(s: SandboxRecord): PodSandbox {
+  return {
+    id: s.id,
+    metadata: s.config.metadata,
+    state: s.status.state,
+    created_at: nanosToWire(s.createdAtNanos),
+    labels: s.labels,
+    annotations: s.annotations,
+    runtime_handler: s.runtimeHandler,
+  };
+}
+
+export function toPodSandboxStatus(s: SandboxRecord): PodSandboxStatus {
+  const ready = s.status.state === SandboxState.READY;
+  const namespaceOptions = s.config.linux?.security_context?.namespace_options ?? null;
+  const status: PodSandboxStatus = {
+    id: s.id,
+    metadata: s.config.metadata,
+    state: s.status.state,
+    created_at: nanosToWire(s.createdAtNanos),
+    network: { ip: ready ? s.ip : '', additional_ips: [] },
+    labels: s.labels,
+    annotations: s.annotations,
+    runtime_handler: s.runtimeHandler,
+  };
+  if (s.os === 'linux') {
+    status.linux = {
+      namespaces: {
+        options: {
+          network: namespaceOptions?.network ?? 0,
+          pid: namespaceOptions?.pid ?? 0,
+          ipc: namespaceOptions?.ipc ?? 0,
+          target_id: '',
+        },
+      },
+    };
+  }
+  return status;
+}
+
+/** containerd's verbose sandbox info: `info["info"]` holds pid, runtimeSpec and the config. */
+export function sandboxInfo(s: SandboxRecord): Record<string, string> {
+  return {
+    info: JSON.stringify({
+      pid: s.status.state === SandboxState.READY ? s.pid : 0,
+      processStatus: s.status.state === SandboxState.READY ? 'running' : 'stopped',
+      netNamespaceClosed: s.status.state !== SandboxState.READY,
+      image: s.os === 'windows' ? 'mcr.microsoft.com/oss/kubernetes/pause:3.10' : 'registry.k8s.io/pause:3.10',
+      runtimeHandler: s.runtimeHandler,
+      runtimeType: s.os === 'windows' ? 'io.containerd.runhcs.v1' : 'io.containerd.runc.v2',
+      runtimeSpec: s.ociSpec,
+      config: s.config,
+      platform: s.platform,
+    }),
+  };
+}
+
+export function toContainer(c: ContainerRecord): Container {
+  return {
+    id: c.id,
+    pod_sandbox_id: c.sandboxId,
+    metadata: c.config.metadata,
+    image: imageSpecOf(c),
+    image_ref: c.imageRef,
+    image_id: c.imageId,
+    state: c.status.state,
+    created_at: nanosToWire(c.createdAtNanos),
+    labels: c.labels,
+    annotations: c.annotations,
+  };
+}
+
+export function toContainerStatus(c: ContainerRecord): ContainerStatus {
+  const user = c.ociSpec.process.user;
+  const status: ContainerStatus = {
+    id: c.id,
+    metadata: c.config.metadata,
+    state: c.status.state,
+    created_at: nanosToWire(c.createdAtNanos),
+    started_at: nanosToWire(c.status.startedAtNanos),
+    finished_at: nanosToWire(c.status.finishedAtNanos),
+    exit_code: c.status.exitCode,
+    image: imageSpecOf(c),
+    image_ref: c.imageRef,
+    image_id: c.imageId,
+    reason: c.status.reason,
+    message: c.status.message,
+    labels: c.labels,
+    annotations: c.annotations,
+    mounts: c.config.mounts,
+    log_path: c.logPath,
+    resources: c.resources,
+  };
+  if (c.os === 'linux') {
+    status.user = {
+      linux: {
+        uid: String(user.uid ?? 0),
+        gid: String(user.gid ?? 0),
+        supplemental_groups: [...new Set([user.gid ?? 0, ...(user.additionalGids ?? [])])].map(String),
+      },
+    };
+  }
+  return status;
+}
+
+/** containerd's verbose container info: `info["info"]` holds sandboxID, pid, runtimeSpec, config. */
+export function containerInfo(c: ContainerRecord): Record<string, string> {
+  return {
+    info: JSON.stringify({
+      sandboxID: c.sandboxId,
+      pid: c.status.pid,
+      removing: c.status.removing,
+      snapshotKey: c.id,
+      snapshotter: c.os === 'windows' ? 'windows' : 'overlayfs',
+      runtimeType: c.os === 'windows' ? 'io.containerd.runhcs.v1' : 'io.containerd.runc.v2',
+      config: c.config,
+      runtimeSpec: c.ociSpec,
+      securityOptions: c.securityOptions,
+      platform: c.platform,
+    }),
+  };
+}
+
+export function toImage(i: ImageRecord): Image {
+  const user = imageUser(i.config.user);
+  const image: Image = {
+    id: i.id,
+    repo_tags: [...i.repoTags],
+    repo_digests: [...i.repoDigests],
+    size: String(i.size),
+    username: user.username ?? '',
+    spec: { image: i.id, annotations: {} },
+    pinned: i.pinned,
+  };
+  if (user.uid !== undefined) image.uid = { value: user.uid.toString() };
+  return image;
+}
+
+export function imageInfo(i: ImageRecord): Record<string, string> {
+  return {
+    info: JSON.stringify({
+      imageSpec: {
+        os: i.config.os,
+        architecture: 'amd64',
+        config: {
+          User: i.config.user,
+          Env: i.config.env,
+          Entrypoint: i.config.entrypoint,
+          Cmd: i.config.cmd,
+          WorkingDir: i.config.workingDir,
+          StopSignal: i.config.stopSignal,
+        },
+      },
+    }),
+  };
+}

@@ -1,0 +1,521 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { posix } from 'node:path';
+import type { CommandContext, CommandRegistry } from './command-registry.js';
+import { shellCommand } from './shell.js';
+import { registerWindowsShells } from './windows-shells.js';
+
+/**
+ * The programs a simulated container can run: shell utilities, the long-running servers of the
+ * usual images, and the critest helpers. Identity commands for the Windows path are registered
+ * by their own module and replace the plain `whoami`/`hostname` here.
+ */
+export function registerBuiltinCommands(registry: CommandRegistry): void {
+  const shell = shellCommand(registry);
+  for (const name of ['sh', 'bash', 'ash', 'dash']) registry.register(name, shell, { cpuLoad: 0.0005 });
+  registerWindowsShells(registry);
+
+  registry.register('echo', echo, { shellBuiltin: true });
+  registry.register('printf', printf, { shellBuiltin: true });
+  registry.register('true', () => 0, { shellBuiltin: true });
+  registry.register('false', () => 1, { shellBuiltin: true });
+  registry.register('test', (ctx) => test(ctx, ctx.argv.slice(1)), { shellBuiltin: true });
+  registry.register('[', (ctx) => {
+    const args = ctx.argv.slice(1);
+    if (args[args.length - 1] !== ']') {
+      ctx.stderr('[: missing ]\n');
+      return 2;
+    }
+    return test(ctx, args.slice(0, -1));
+  }, { shellBuiltin: true });
+
+  registry.register('sleep', sleep);
+  registry.register('top', top, { traps: ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'], cpuLoad: 0.002 });
+  registry.register('pause', pause, { traps: ['SIGTERM', 'SIGINT'], cpuLoad: 0.00001 });
+  for (const name of ['httpd', 'httpd-foreground']) {
+    registry.register(name, httpd, { traps: ['SIGTERM', 'SIGINT', 'SIGWINCH', 'SIGHUP', 'SIGUSR1'], cpuLoad: 0.003 });
+  }
+  registry.register('nginx', nginx, { traps: ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP'], cpuLoad: 0.002 });
+  registry.register('ServiceMonitor', serviceMonitor, { traps: ['SIGTERM', 'SIGINT'], cpuLoad: 0.004 });
+  registry.register('ping', ping);
+  registry.register('tail', tail);
+  registry.register('pgrep', pgrep);
+  registry.register('ps', ps);
+  registry.register('cat', cat);
+  registry.register('ls', ls);
+  registry.register('id', id);
+  registry.register('whoami', whoami);
+  registry.register('hostname', (ctx) => {
+    ctx.stdout(`${ctx.target.hostname}${eol(ctx)}`);
+    return 0;
+  });
+  for (const name of ['env', 'printenv']) registry.register(name, printenv);
+  registry.register('date', (ctx) => {
+    ctx.stdout(`${new Date().toUTCString()}\n`);
+    return 0;
+  });
+  registry.register('seq', seq);
+  registry.register('grep', grep);
+  registry.register('findstr', findstr);
+  registry.register('touch', (ctx) => {
+    for (const f of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) if (!ctx.target.files.has(f)) ctx.target.files.set(f, '');
+    return 0;
+  });
+  registry.register('uname', (ctx) => {
+    ctx.stdout(ctx.argv.includes('-a') ? `Linux ${ctx.target.hostname} 6.1.0 #1 SMP x86_64 GNU/Linux\n` : 'Linux\n');
+    return 0;
+  });
+  registry.register('nnp', (ctx) => {
+    const user = ctx.target.ociSpec.process.user;
+    ctx.stdout(`Effective uid: ${user.uid ?? 0}\n`);
+    return 0;
+  });
+  registry.register('timeout', windowsTimeout);
+}
+
+const eol = (ctx: CommandContext): string => (ctx.target.os === 'windows' ? '\r\n' : '\n');
+
+/** Waits until the process is signalled (a server's main loop). */
+function untilSignalled(ctx: CommandContext): Promise<string> {
+  return new Promise((resolve) => {
+    if (ctx.signal.aborted) resolve(String(ctx.signal.reason));
+    else ctx.signal.addEventListener('abort', () => resolve(String(ctx.signal.reason)), { once: true });
+  });
+}
+
+function echo(ctx: CommandContext): number {
+  let args = ctx.argv.slice(1);
+  let newline = true;
+  let escapes = false;
+  while (args[0] !== undefined && /^-[neE]+$/.test(args[0])) {
+    const flags = args[0];
+    if (flags.includes('n')) newline = false;
+    if (flags.includes('e')) escapes = true;
+    if (flags.includes('E')) escapes = false;
+    args = args.slice(1);
+  }
+  let text = args.join(' ');
+  if (escapes) {
+    const cut = text.indexOf('\\c');
+    if (cut >= 0) {
+      text = text.slice(0, cut);
+      newline = false;
+    }
+    text = unescape(text);
+  }
+  ctx.stdout(newline ? `${text}\n` : text);
+  return 0;
+}
+
+function unescape(text: string): string {
+  return text.replace(/\\([nt\\rae0]|x[0-9a-fA-F]{1,2})/g, (_, c: string) => {
+    switch (c[0]) {
+      case 'n': return '\n';
+      case 't': return '\t';
+      case 'r': return '\r';
+      case 'a': return '\x07';
+      case 'e': return '\x1b';
+      case '0': return '\0';
+      case 'x': return String.fromCharCode(parseInt(c.slice(1), 16));
+      default: return '\\';
+    }
+  });
+}
+
+function printf(ctx: CommandContext): number {
+  const [format, ...args] = ctx.argv.slice(1);
+  if (format === undefined) {
+    ctx.stderr('printf: usage: printf FORMAT [ARGUMENT]...\n');
+    return 2;
+  }
+  let i = 0;
+  let out = '';
+  // The format is reused while arguments remain, as POSIX printf does; bounded by the argument count.
+  do {
+    out += unescape(format).replace(/%([sdi%])/g, (_, spec: string) => {
+      if (spec === '%') return '%';
+      const arg = args[i++] ?? '';
+      return spec === 's' ? arg : String(Math.trunc(Number(arg) || 0));
+    });
+  } while (i < args.length && /%[sdi]/.test(format));
+  ctx.stdout(out);
+  return 0;
+}
+
+function test(ctx: CommandContext, args: string[]): number {
+  const fileExists = (p: string): boolean => ctx.target.files.has(p) || ['/', '/tmp', '/etc', '/bin', '/usr', '/var', '/proc', '/dev'].includes(p);
+  const evaluate = (a: string[]): boolean => {
+    if (a[0] === '!') return !evaluate(a.slice(1));
+    if (a.length === 0) return false;
+    if (a.length === 1) return (a[0] as string) !== '';
+    if (a.length === 2) {
+      const [op, v = ''] = a;
+      switch (op) {
+        case '-n': return v !== '';
+        case '-z': return v === '';
+        case '-e':
+        case '-f':
+        case '-d':
+        case '-r':
+          return fileExists(v);
+        default:
+          throw new Error(`${op}: unary operator expected`);
+      }
+    }
+    const [l = '', op, r = ''] = a;
+    const num = (s: string): number => {
+      if (!/^-?[0-9]+$/.test(s.trim())) throw new Error(`${s}: integer expression expected`);
+      return Number(s);
+    };
+    switch (op) {
+      case '=':
+      case '==': return l === r;
+      case '!=': return l !== r;
+      case '-eq': return num(l) === num(r);
+      case '-ne': return num(l) !== num(r);
+      case '-lt': return num(l) < num(r);
+      case '-le': return num(l) <= num(r);
+      case '-gt': return num(l) > num(r);
+      case '-ge': return num(l) >= num(r);
+      default: throw new Error(`${op ?? ''}: binary operator expected`);
+    }
+  };
+  try {
+    return evaluate(args) ? 0 : 1;
+  } catch (err) {
+    ctx.stderr(`test: ${(err as Error).message}\n`);
+    return 2;
+  }
+}
+
+/** `sleep 5`, `sleep 0.5`, `sleep 1m`, `sleep 1 2` (sum), `sleep infinity`. */
+async function sleep(ctx: CommandContext): Promise<number> {
+  const args = ctx.argv.slice(1);
+  if (args.length === 0) {
+    ctx.stderr('sleep: missing operand\n');
+    return 1;
+  }
+  let total = 0;
+  for (const a of args) {
+    if (a === 'infinity' || a === 'inf') {
+      await untilSignalled(ctx);
+      throw new Error('terminated');
+    }
+    const m = /^([0-9]*\.?[0-9]+)([smhd]?)$/.exec(a);
+    if (m === null) {
+      ctx.stderr(`sleep: invalid number '${a}'\n`);
+      return 1;
+    }
+    const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
+    total += Number(m[1]) * unit * 1000;
+  }
+  // Node timers hold at most ~24.8 days; wait in bounded slices beyond that.
+  const MAX_SLICE = 2_000_000_000;
+  for (let left = total; left > 0; left -= MAX_SLICE) await ctx.sleep(Math.min(left, MAX_SLICE));
+  return 0;
+}
+
+/** busybox top without a terminal: a process snapshot every 5 seconds until signalled. */
+async function top(ctx: CommandContext): Promise<number> {
+  const once = ctx.argv.includes('-n') && ctx.argv[ctx.argv.indexOf('-n') + 1] === '1';
+  for (let i = 0; ; i++) {
+    const procs = ctx.target.processes.list();
+    ctx.stdout(`Mem: 1048576K used, 7340032K free, 0K shrd, 0K buff, 524288K cached\n`);
+    ctx.stdout(`CPU:   0% usr   0% sys   0% nic 100% idle   0% io   0% irq   0% sirq\n`);
+    ctx.stdout(`Load average: 0.00 0.00 0.00 1/${procs.length} ${procs[procs.length - 1]?.pid ?? 1}\n`);
+    ctx.stdout(`  PID  PPID USER     STAT   VSZ %VSZ CPU %CPU COMMAND\n`);
+    for (const p of procs) ctx.stdout(`${String(p.pid).padStart(5)}     0 root     R     1300   0%   0   0% ${p.argv.join(' ')}\n`);
+    if (once) return 0;
+    await ctx.sleep(5000);
+  }
+}
+
+async function pause(ctx: CommandContext): Promise<number> {
+  const signal = await untilSignalled(ctx);
+  if (signal === 'SIGKILL') return 137;
+  ctx.stderr(`Shutting down, got signal: ${signal === 'SIGINT' ? 'Interrupt' : 'Terminated'}\n`);
+  return 0;
+}
+
+async function httpd(ctx: CommandContext): Promise<number> {
+  const ip = String(ctx.target.platform['podIp'] ?? '127.0.0.1');
+  const stamp = (): string => new Date().toUTCString().replace(',', '');
+  const name = "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using " +
+    `${ip}. Set the 'ServerName' directive globally to suppress this message\n`;
+  ctx.stderr(name);
+  ctx.stderr(name);
+  ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n`);
+  ctx.stderr(`[${stamp()}] [core:notice] [pid ${ctx.pid}:tid 140000000000000] AH00094: Command line: 'httpd -D FOREGROUND'\n`);
+  const signal = await untilSignalled(ctx);
+  const graceful = signal === 'SIGWINCH';
+  ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00492: caught ${signal}, shutting down${graceful ? ' gracefully' : ''}\n`);
+  return 0;
+}
+
+async function nginx(ctx: CommandContext): Promise<number> {
+  if (ctx.argv.includes('-v')) {
+    ctx.stderr('nginx version: nginx/1.14.2\n');
+    return 0;
+  }
+  await untilSignalled(ctx);
+  return 0;
+}
+
+/** IIS's ServiceMonitor.exe: starts the watched service and runs until the container stops. */
+async function serviceMonitor(ctx: CommandContext): Promise<number> {
+  const service = ctx.argv[1];
+  if (service === undefined) {
+    ctx.stderr('ERROR: Service name not specified.\r\n');
+    return 1;
+  }
+  ctx.stdout(`\r\n Service '${service}' has been stopped\r\n\r\n`);
+  ctx.stdout(` Service '${service}' started\r\n`);
+  await untilSignalled(ctx);
+  return 0;
+}
+
+/** Windows-style `ping [-t] [-n N] host` (replies every second) or Linux `ping -c N host`. */
+async function ping(ctx: CommandContext): Promise<number> {
+  const args = ctx.argv.slice(1);
+  const forever = args.includes('-t') || args.includes('/t');
+  const countFlag = args.findIndex((a) => a === '-n' || a === '-c' || a === '/n');
+  const count = forever ? Infinity : countFlag >= 0 ? Number(args[countFlag + 1] ?? '4') : ctx.target.os === 'windows' ? 4 : Infinity;
+  const host = args.filter((a, i) => !a.startsWith('-') && !a.startsWith('/') && !(countFlag >= 0 && i === countFlag + 1)).pop();
+  if (host === undefined) {
+    ctx.stderr('ping: usage error: Destination address required\n');
+    return 1;
+  }
+  const windows = ctx.target.os === 'windows' || forever;
+  const address = host === 'localhost' ? (windows ? '::1' : '127.0.0.1') : host;
+  if (windows) ctx.stdout(`\r\nPinging ${host} [${address}] with 32 bytes of data:\r\n`);
+  else ctx.stdout(`PING ${host} (${address}): 56 data bytes\n`);
+  for (let seq = 0; seq < count; seq++) {
+    if (seq > 0) await ctx.sleep(1000);
+    if (windows) ctx.stdout(`Reply from ${address}: time<1ms \r\n`);
+    else ctx.stdout(`64 bytes from ${address}: seq=${seq} ttl=64 time=0.050 ms\n`);
+  }
+  return 0;
+}
+
+async function tail(ctx: CommandContext): Promise<number> {
+  if (ctx.argv.includes('-f') || ctx.argv.includes('-F')) {
+    await untilSignalled(ctx);
+    return 0;
+  }
+  const n = ctx.argv.includes('-n') ? Number(ctx.argv[ctx.argv.indexOf('-n') + 1]) : 10;
+  const lines = ctx.stdin.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  const out = lines.slice(-n);
+  if (out.length > 0) ctx.stdout(`${out.join('\n')}\n`);
+  return 0;
+}
+
+function pgrep(ctx: CommandContext): number {
+  const args = ctx.argv.slice(1);
+  const full = args.includes('-f');
+  const list = args.includes('-l');
+  const pattern = args.filter((a) => !a.startsWith('-')).pop();
+  if (pattern === undefined) {
+    ctx.stderr('pgrep: no matching criteria specified\n');
+    return 2;
+  }
+  let re: RegExp;
+  try {
+    re = new RegExp(pattern);
+  } catch {
+    ctx.stderr(`pgrep: invalid regular expression: ${pattern}\n`);
+    return 2;
+  }
+  const hits = ctx.target.processes.list().filter((p) => p.pid !== ctx.pid && re.test(full ? p.argv.join(' ') : p.comm));
+  for (const p of hits) ctx.stdout(list ? `${p.pid} ${p.comm}\n` : `${p.pid}\n`);
+  return hits.length > 0 ? 0 : 1;
+}
+
+function ps(ctx: CommandContext): number {
+  const user = ctx.target.user;
+  ctx.stdout('PID   USER     TIME  COMMAND\n');
+  for (const p of ctx.target.processes.list()) ctx.stdout(`${String(p.pid).padEnd(5)} ${user.padEnd(8)} 0:00 ${p.argv.join(' ')}\n`);
+  return 0;
+}
+
+/** Maps a container path onto a host path through the container's bind mounts, if one covers it. */
+function hostPathOf(ctx: CommandContext, path: string): string | undefined {
+  const normal = posix.normalize(path);
+  let best: { destination: string; source: string } | undefined;
+  for (const m of ctx.target.ociSpec.mounts) {
+    if (m.type !== undefined && m.type !== 'bind') continue;
+    const dest = posix.normalize(m.destination);
+    if ((normal === dest || normal.startsWith(`${dest}/`)) && (best === undefined || dest.length > best.destination.length)) {
+      best = { destination: dest, source: m.source };
+    }
+  }
+  if (best === undefined) return undefined;
+  return posix.join(best.source, normal.slice(best.destination.length));
+}
+
+async function cat(ctx: CommandContext): Promise<number> {
+  const files = ctx.argv.slice(1).filter((a) => !a.startsWith('-') || a === '-');
+  if (files.length === 0) {
+    ctx.stdout(ctx.stdin);
+    return 0;
+  }
+  let status = 0;
+  for (const f of files) {
+    if (f === '-') {
+      ctx.stdout(ctx.stdin);
+      continue;
+    }
+    const local = ctx.target.files.get(f);
+    if (local !== undefined) {
+      ctx.stdout(local);
+      continue;
+    }
+    const host = hostPathOf(ctx, f);
+    try {
+      if (host === undefined) throw new Error('missing');
+      ctx.stdout(await readFile(host, 'utf8'));
+    } catch {
+      ctx.stderr(`cat: can't open '${f}': No such file or directory\n`);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+const ROOT_ENTRIES = ['bin', 'dev', 'etc', 'home', 'proc', 'root', 'sys', 'tmp', 'usr', 'var'];
+
+async function ls(ctx: CommandContext): Promise<number> {
+  const args = ctx.argv.slice(1);
+  const all = args.some((a) => /^-[a-zA-Z]*[aA]/.test(a));
+  const paths = args.filter((a) => !a.startsWith('-'));
+  if (paths.length === 0) paths.push(ctx.target.ociSpec.process.cwd || '/');
+  let status = 0;
+  for (const path of paths) {
+    const host = hostPathOf(ctx, path);
+    let names: string[] | undefined;
+    if (host !== undefined) {
+      try {
+        names = (await readdir(host)).sort();
+      } catch {
+        names = undefined;
+      }
+    } else if (posix.normalize(path) === '/') {
+      names = ROOT_ENTRIES;
+    } else {
+      const prefix = path.endsWith('/') ? path : `${path}/`;
+      const inDir = [...ctx.target.files.keys()].filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length).split('/')[0] as string);
+      if (inDir.length > 0) names = [...new Set(inDir)].sort();
+      else if (ctx.target.files.has(path)) names = [path];
+    }
+    if (names === undefined) {
+      ctx.stderr(`ls: ${path}: No such file or directory\n`);
+      status = 1;
+      continue;
+    }
+    const shown = names.filter((n) => all || !n.startsWith('.'));
+    if (shown.length > 0) ctx.stdout(`${shown.join('\n')}\n`);
+  }
+  return status;
+}
+
+function id(ctx: CommandContext): number {
+  const user = ctx.target.ociSpec.process.user;
+  const uid = user.uid ?? 0;
+  const gid = user.gid ?? 0;
+  const groups = [...new Set([gid, ...(user.additionalGids ?? [])])];
+  const flag = ctx.argv[1];
+  if (flag === '-u') ctx.stdout(ctx.argv.includes('-n') ? `${ctx.target.user}\n` : `${uid}\n`);
+  else if (flag === '-g') ctx.stdout(`${gid}\n`);
+  else if (flag === '-G') ctx.stdout(`${groups.join(' ')}\n`);
+  else {
+    const name = (n: number): string => (n === 0 ? '(root)' : '');
+    ctx.stdout(`uid=${uid}${name(uid)} gid=${gid}${name(gid)} groups=${groups.map((g) => `${g}${name(g)}`).join(',')}\n`);
+  }
+  return 0;
+}
+
+function whoami(ctx: CommandContext): number {
+  if (ctx.target.os === 'windows') ctx.stdout(`user manager\\${ctx.target.user.toLowerCase()}\r\n`);
+  else ctx.stdout(`${ctx.target.user}\n`);
+  return 0;
+}
+
+function printenv(ctx: CommandContext): number {
+  const names = ctx.argv.slice(1);
+  if (names.length > 0) {
+    let status = 0;
+    for (const n of names) {
+      const v = ctx.env.get(n);
+      if (v === undefined) status = 1;
+      else ctx.stdout(`${v}\n`);
+    }
+    return status;
+  }
+  for (const [k, v] of ctx.env) ctx.stdout(`${k}=${v}\n`);
+  return 0;
+}
+
+function seq(ctx: CommandContext): number {
+  const nums = ctx.argv.slice(1).map(Number);
+  const [first, inc, last] = nums.length === 1 ? [1, 1, nums[0]] : nums.length === 2 ? [nums[0], 1, nums[1]] : nums;
+  if ([first, inc, last].some((n) => n === undefined || !Number.isFinite(n)) || inc === 0) {
+    ctx.stderr('seq: invalid argument\n');
+    return 1;
+  }
+  const out: string[] = [];
+  for (let n = first as number; (inc as number) > 0 ? n <= (last as number) : n >= (last as number); n += inc as number) {
+    out.push(String(n));
+    if (out.length > 1_000_000) break;
+  }
+  if (out.length > 0) ctx.stdout(`${out.join('\n')}\n`);
+  return 0;
+}
+
+function filterLines(ctx: CommandContext, test: (line: string) => boolean, quiet: boolean): number {
+  const lines = ctx.stdin.split(/\r?\n/);
+  if (lines[lines.length - 1] === '') lines.pop();
+  const hits = lines.filter(test);
+  if (!quiet) for (const l of hits) ctx.stdout(`${l}${eol(ctx)}`);
+  return hits.length > 0 ? 0 : 1;
+}
+
+function grep(ctx: CommandContext): number {
+  const args = ctx.argv.slice(1);
+  const flags = args.filter((a) => a.startsWith('-')).join('');
+  const pattern = args.find((a) => !a.startsWith('-'));
+  if (pattern === undefined) {
+    ctx.stderr('grep: no pattern\n');
+    return 2;
+  }
+  const re = new RegExp(flags.includes('F') ? pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : pattern, flags.includes('i') ? 'i' : '');
+  const invert = flags.includes('v');
+  return filterLines(ctx, (l) => re.test(l) !== invert, flags.includes('q'));
+}
+
+function findstr(ctx: CommandContext): number {
+  const args = ctx.argv.slice(1);
+  const insensitive = args.some((a) => a.toLowerCase() === '/i');
+  const words = args.filter((a) => !a.startsWith('/')).flatMap((a) => a.split(' ')).filter((w) => w !== '');
+  if (words.length === 0) {
+    ctx.stderr('FINDSTR: Bad command line\r\n');
+    return 2;
+  }
+  const norm = (s: string): string => (insensitive ? s.toLowerCase() : s);
+  return filterLines(ctx, (l) => words.some((w) => norm(l).includes(norm(w))), false);
+}
+
+/** Windows `timeout /t N [/nobreak]`. */
+async function windowsTimeout(ctx: CommandContext): Promise<number> {
+  const i = ctx.argv.findIndex((a) => a.toLowerCase() === '/t');
+  const seconds = Number(ctx.argv[i + 1]);
+  if (i < 0 || !Number.isFinite(seconds)) {
+    ctx.stderr('ERROR: Invalid syntax. Default option is not allowed more than \'1\' time(s).\r\n');
+    return 1;
+  }
+  if (seconds < 0) {
+    await untilSignalled(ctx);
+    return 0;
+  }
+  ctx.stdout(`\r\nWaiting for ${seconds} seconds, press a key to continue ...\r\n`);
+  await ctx.sleep(seconds * 1000);
+  return 0;
+}

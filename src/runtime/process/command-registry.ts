@@ -1,0 +1,115 @@
+import type { OciSpec } from '../oci/spec.js';
+import type { ProcessTable } from './process-table.js';
+
+/**
+ * The container a simulated command runs in: what identity and environment commands see.
+ * Built from the container record at start/exec time.
+ */
+export interface ExecutionTarget {
+  containerId: string;
+  sandboxId: string;
+  os: 'linux' | 'windows';
+  hostname: string;
+  /** The OCI spec composed at CreateContainer (process.user, env, mounts, windows.*). */
+  ociSpec: OciSpec;
+  /** The effective user as a name a shell would print (`root`, `1002`, `ContainerUser`). */
+  user: string;
+  /** Free-form platform data of the container record (the Windows path keeps its state here). */
+  platform: Record<string, unknown>;
+  /** Every process of the container (its PID namespace), for `ps`, `pgrep`, `tasklist`. */
+  processes: ProcessTable;
+  /** Files private to the container (`/etc/hostname`, `/etc/resolv.conf`, files written by `>`). */
+  files: Map<string, string>;
+}
+
+export interface CommandIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/** What a command handler receives. */
+export interface CommandContext extends CommandIo {
+  /** argv[0] is the name as invoked (`/bin/echo`, `cmd.exe`), the rest its arguments. */
+  readonly argv: readonly string[];
+  /** The process environment; shells mutate their own copy. */
+  readonly env: Map<string, string>;
+  readonly target: ExecutionTarget;
+  /** Standard input (the output of the previous pipeline stage, or ''). */
+  readonly stdin: string;
+  readonly pid: number;
+  /** Aborted when the process is signalled; `signal.reason` is the signal name (`SIGTERM`). */
+  readonly signal: AbortSignal;
+  /** Waits, rejecting with an AbortError when the process is signalled. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * Runs a command as a child process of this one (it gets a pid and shows in `ps`), with this
+   * process's environment unless `env` is given. Resolves with its exit code; an unknown command
+   * resolves with `notFoundExitCode` after writing nothing (the caller words the error).
+   */
+  spawn(argv: readonly string[], io: CommandIo & { stdin?: string; env?: Map<string, string> }): Promise<number | CommandNotFound>;
+  /**
+   * Replaces this process's program with argv, keeping the pid (the exec system call; `sh -c cmd`
+   * execs its only command). Resolves with the new program's exit code.
+   */
+  exec(argv: readonly string[], io?: CommandIo & { env?: Map<string, string> }): Promise<number | CommandNotFound>;
+}
+
+export const COMMAND_NOT_FOUND = Symbol('command not found');
+export type CommandNotFound = typeof COMMAND_NOT_FOUND;
+
+/** A command's implementation: resolves with the exit code. */
+export type CommandHandler = (ctx: CommandContext) => Promise<number> | number;
+
+export interface CommandOptions {
+  /**
+   * Signals the command handles itself (it sees `ctx.signal` abort with that reason and decides
+   * its exit code). Any other catchable signal terminates it with 128+n, except that PID 1
+   * ignores signals it does not handle (the Linux rule for a container's init process).
+   */
+  traps?: readonly string[];
+  /** Shells run it in-process (no pid of its own), like `echo` and `test` in sh. */
+  shellBuiltin?: boolean;
+  /** Nominal CPU load while it runs, in cores (stats). Default 0.001. */
+  cpuLoad?: number;
+}
+
+export interface RegisteredCommand {
+  name: string;
+  handler: CommandHandler;
+  options: CommandOptions;
+}
+
+/**
+ * Normalises how a program is named: the last path component (either separator), lower-case,
+ * without `.exe`, so `/bin/sh`, `C:\Windows\System32\cmd.exe` and `CMD` find `sh` and `cmd`.
+ */
+export function commandKey(program: string): string {
+  const base = program.split(/[\\/]/).pop() ?? program;
+  return base.toLowerCase().replace(/\.exe$/, '');
+}
+
+/** Named commands the emulator can run. Registering a name again replaces the earlier handler. */
+export class CommandRegistry {
+  private readonly commands = new Map<string, RegisteredCommand>();
+
+  register(name: string, handler: CommandHandler, options: CommandOptions = {}): void {
+    const key = commandKey(name);
+    this.commands.set(key, { name: key, handler, options });
+  }
+
+  lookup(program: string): RegisteredCommand | undefined {
+    return this.commands.get(commandKey(program));
+  }
+
+  names(): string[] {
+    return [...this.commands.keys()].sort();
+  }
+}
+
+/** The registry every runtime uses unless given its own; command modules register into it. */
+export const defaultCommandRegistry = new CommandRegistry();
+
+/** Adds a command to the default registry (for separate command modules such as identity commands). */
+export function registerCommand(name: string, handler: CommandHandler, options?: CommandOptions): void {
+  defaultCommandRegistry.register(name, handler, options);
+}

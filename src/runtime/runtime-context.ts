@@ -1,0 +1,50 @@
+import type { Logger } from '../log.js';
+import type { Clock } from './clock.js';
+import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
+import type { SimulatedRegistry } from './images/catalogue.js';
+import type { CommandRegistry } from './process/command-registry.js';
+import type { ContainerStore } from './store/container-store.js';
+import type { ImageStore } from './store/image-store.js';
+import type { SandboxStore } from './store/sandbox-store.js';
+
+/** Settings of a runtime instance after defaults are applied. */
+export interface RuntimeSettings {
+  stateDir: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  /** Runtime handlers RunPodSandbox accepts ('' is the default one). */
+  runtimeHandlers: string[];
+  /** OS of a sandbox whose config has no `windows` section. */
+  defaultSandboxOs: 'linux' | 'windows';
+  /** Simulated registry latency of a pull, milliseconds. */
+  pullDelayMs: number;
+  cgroupDriver: 'systemd' | 'cgroupfs';
+  /** Open-ended options of the Windows path (node file, AD mode, credential spec transport…). */
+  windows: Record<string, unknown>;
+}
+
+/** Mutable node-level settings changed through UpdateRuntimeConfig. */
+export interface NetworkSettings {
+  podCidr: string;
+  nextHost: number;
+}
+
+/**
+ * Everything the RPC handlers work on. Handlers are functions of (context, request) and keep no
+ * state of their own; the stores own all state.
+ */
+export interface RuntimeContext {
+  readonly settings: RuntimeSettings;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly sandboxes: SandboxStore;
+  readonly containers: ContainerStore;
+  readonly images: ImageStore;
+  readonly registry: SimulatedRegistry;
+  readonly commands: CommandRegistry;
+  readonly network: NetworkSettings;
+  /** Simulated host pids for sandbox and container init processes. */
+  nextHostPid(): number;
+  /** Publishes a GetContainerEvents event. */
+  publish(event: ContainerEventResponse): void;
+}

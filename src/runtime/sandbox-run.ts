@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
+import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandboxResponse.js';
+import { CleanupStack } from './cleanup.js';
+import { RuntimeError } from './errors.js';
+import { ContainerEventType, publishEvent } from './events.js';
+import { newId } from './ids.js';
+import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
+import type { RuntimeContext } from './runtime-context.js';
+import { allocatePodIp } from './runtime-status.js';
+import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+
+/** Where a sandbox's container logs go when its config names no log_directory. */
+export const runtimeLogDirectory = (ctx: RuntimeContext, sandboxId: string): string => join(ctx.settings.stateDir, 'pods', sandboxId);
+
+/**
+ * RunPodSandbox: validates the config, reserves the sandbox name, gives the pod an IP and a
+ * hostname, and records a READY sandbox.
+ */
+export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxRequest__Output): Promise<RunPodSandboxResponse> {
+  const config = req.config;
+  if (config === null) throw new RuntimeError('InvalidArgument', 'config is required');
+  const metadata = config.metadata;
+  if (metadata === null) throw new RuntimeError('InvalidArgument', 'config.metadata is required');
+  for (const field of ['name', 'namespace', 'uid'] as const) {
+    if (metadata[field] === '') throw new RuntimeError('InvalidArgument', `config.metadata.${field} must not be empty`);
+  }
+  if (!ctx.settings.runtimeHandlers.includes(req.runtime_handler)) {
+    throw new RuntimeError('InvalidArgument', `runtime_handler "${req.runtime_handler}": no runtime for this handler is configured`);
+  }
+
+  const cleanup = new CleanupStack();
+  try {
+    const id = newId();
+    const name = `${metadata.name}_${metadata.namespace}_${metadata.uid}_${metadata.attempt}`;
+    ctx.sandboxes.names.reserve(name, id);
+    cleanup.defer(`release sandbox name ${name}`, () => ctx.sandboxes.names.release(name, id));
+
+    const os = config.windows !== null ? 'windows' : ctx.settings.defaultSandboxOs;
+    const hostname = config.hostname !== '' ? config.hostname : metadata.name;
+    const ip = allocatePodIp(ctx);
+    const ociSpec = composeSpec(
+      os,
+      withProcessArgs(os === 'windows' ? ['c:\\windows\\system32\\cmd.exe', '/c', 'pause.exe'] : ['/pause']),
+      withHostname(hostname),
+      withAnnotations({
+        ...config.annotations,
+        'io.kubernetes.cri.container-type': 'sandbox',
+        'io.kubernetes.cri.sandbox-id': id,
+        'io.kubernetes.cri.sandbox-name': metadata.name,
+        'io.kubernetes.cri.sandbox-namespace': metadata.namespace,
+        'io.kubernetes.cri.sandbox-uid': metadata.uid,
+      }),
+      withSysctls(config.linux?.sysctls ?? {}),
+    );
+    const record: SandboxRecord = {
+      id,
+      name,
+      config,
+      labels: config.labels,
+      annotations: config.annotations,
+      runtimeHandler: req.runtime_handler,
+      os,
+      createdAtNanos: ctx.clock.nowNanos(),
+      hostname,
+      ip,
+      pid: ctx.nextHostPid(),
+      logDirectory: config.log_directory !== '' ? config.log_directory : runtimeLogDirectory(ctx, id),
+      ociSpec,
+      platform: {},
+      resources: undefined,
+      status: { state: SandboxState.READY, stoppedAtNanos: 0n },
+    };
+    ctx.sandboxes.add(record);
+    cleanup.dismiss();
+    ctx.logger.info({ podSandboxId: id, name }, 'pod sandbox ready');
+    publishEvent(ctx, id, id, ContainerEventType.CREATED);
+    publishEvent(ctx, id, id, ContainerEventType.STARTED);
+    return { pod_sandbox_id: id };
+  } finally {
+    await cleanup.unwind(ctx.logger);
+  }
+}

@@ -1,0 +1,44 @@
+import type { ListPodSandboxRequest__Output } from '../generated/runtime/v1/ListPodSandboxRequest.js';
+import type { ListPodSandboxResponse } from '../generated/runtime/v1/ListPodSandboxResponse.js';
+import type { PodSandboxStatusRequest__Output } from '../generated/runtime/v1/PodSandboxStatusRequest.js';
+import type { PodSandboxStatusResponse } from '../generated/runtime/v1/PodSandboxStatusResponse.js';
+import type { UpdatePodSandboxResourcesRequest__Output } from '../generated/runtime/v1/UpdatePodSandboxResourcesRequest.js';
+import type { UpdatePodSandboxResourcesResponse } from '../generated/runtime/v1/UpdatePodSandboxResourcesResponse.js';
+import { nanosToWire } from './clock.js';
+import { sandboxInfo, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './cri-views.js';
+import { RuntimeError } from './errors.js';
+import type { RuntimeContext } from './runtime-context.js';
+
+function mustFindSandbox(ctx: RuntimeContext, id: string) {
+  if (id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  return ctx.sandboxes.mustFind(id);
+}
+
+export function podSandboxStatus(ctx: RuntimeContext, req: PodSandboxStatusRequest__Output): PodSandboxStatusResponse {
+  const sandbox = mustFindSandbox(ctx, req.pod_sandbox_id);
+  const response: PodSandboxStatusResponse = {
+    status: toPodSandboxStatus(sandbox),
+    containers_statuses: ctx.containers.inGroup(sandbox.id).map(toContainerStatus),
+    timestamp: nanosToWire(ctx.clock.nowNanos()),
+  };
+  if (req.verbose) response.info = sandboxInfo(sandbox);
+  return response;
+}
+
+/** ListPodSandbox: filters by id (or prefix), state and label selector through the store indexes. */
+export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__Output): ListPodSandboxResponse {
+  const f = req.filter;
+  const items = ctx.sandboxes.list({
+    ...(f?.id ? { id: f.id } : {}),
+    ...(f?.state ? { state: f.state.state } : {}),
+    ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
+  });
+  return { items: items.map(toPodSandbox) };
+}
+
+/** UpdatePodSandboxResources: records the pod-level overhead and resources. */
+export function updatePodSandboxResources(ctx: RuntimeContext, req: UpdatePodSandboxResourcesRequest__Output): UpdatePodSandboxResourcesResponse {
+  const sandbox = mustFindSandbox(ctx, req.pod_sandbox_id);
+  sandbox.resources = { overhead: req.overhead, resources: req.resources };
+  return {};
+}

@@ -1,0 +1,206 @@
+import { RuntimeError } from '../errors.js';
+import { IdPrefixIndex } from './id-index.js';
+import { LabelIndex, matchesLabels } from './label-index.js';
+
+/** What every stored record has: an id, immutable labels, and a status with a state. */
+export interface StoredRecord<S extends { state: number }> {
+  readonly id: string;
+  readonly labels: Record<string, string>;
+  status: S;
+}
+
+export interface StatusChange<R, S> {
+  record: R;
+  previous: S;
+  current: S;
+}
+
+export interface RecordFilter {
+  id?: string;
+  state?: number;
+  labelSelector?: Record<string, string>;
+  /** Only records in this group (containers: the pod sandbox id). */
+  group?: string;
+}
+
+/**
+ * A store of records indexed by id (with prefix lookup), state, label pairs and an optional
+ * group key. Status changes go through `updateStatus`, which checks the state transition
+ * against the table given at construction and notifies listeners.
+ */
+export class RecordStore<S extends { state: number }, R extends StoredRecord<S>> {
+  private readonly byId = new Map<string, R>();
+  private readonly prefixes: IdPrefixIndex;
+  private readonly labels = new LabelIndex();
+  private readonly byState = new Map<number, Set<string>>();
+  private readonly byGroup = new Map<string, Set<string>>();
+  private readonly listeners = new Set<(change: StatusChange<R, S>) => void>();
+
+  constructor(
+    private readonly kind: string,
+    private readonly transitions: ReadonlyMap<number, ReadonlySet<number>>,
+    private readonly stateName: (state: number) => string,
+    private readonly groupOf: (record: R) => string | undefined = () => undefined,
+  ) {
+    this.prefixes = new IdPrefixIndex(kind);
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  add(record: R): void {
+    if (this.byId.has(record.id)) throw new RuntimeError('AlreadyExists', `${this.kind} ${record.id} already exists`);
+    this.byId.set(record.id, record);
+    this.prefixes.add(record.id);
+    this.labels.add(record.id, record.labels);
+    this.setIndex(this.byState, record.status.state, record.id);
+    const group = this.groupOf(record);
+    if (group !== undefined) this.setIndex(this.byGroup, group, record.id);
+  }
+
+  delete(id: string): R | undefined {
+    const record = this.byId.get(id);
+    if (record === undefined) return undefined;
+    this.byId.delete(id);
+    this.prefixes.delete(id);
+    this.labels.delete(id, record.labels);
+    this.unsetIndex(this.byState, record.status.state, id);
+    const group = this.groupOf(record);
+    if (group !== undefined) this.unsetIndex(this.byGroup, group, id);
+    return record;
+  }
+
+  get(id: string): R | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The record a full id or unique id prefix names, or undefined; ambiguous prefixes throw. */
+  find(idOrPrefix: string): R | undefined {
+    const id = this.prefixes.resolve(idOrPrefix);
+    return id === undefined ? undefined : this.byId.get(id);
+  }
+
+  /** Like find, but a missing record is a NotFound error naming the id. */
+  mustFind(idOrPrefix: string): R {
+    const record = this.find(idOrPrefix);
+    if (record === undefined) throw new RuntimeError('NotFound', `${this.kind} "${idOrPrefix}" not found`);
+    return record;
+  }
+
+  /** Records of one group (e.g. the containers of a sandbox), from the group index. */
+  inGroup(group: string): R[] {
+    const ids = this.byGroup.get(group);
+    return ids === undefined ? [] : [...ids].map((id) => this.byId.get(id) as R);
+  }
+
+  /**
+   * Records matching every given criterion. Starts from the smallest candidate set the indexes
+   * give (id prefix, group, state, rarest label pair) and checks the rest on those only.
+   */
+  list(filter: RecordFilter = {}): R[] {
+    const sets: Iterable<string>[] = [];
+    let smallest: { size: number; ids: Iterable<string> } | undefined;
+    const consider = (ids: ReadonlySet<string> | undefined): void => {
+      const set = ids ?? new Set<string>();
+      sets.push(set);
+      if (smallest === undefined || set.size < smallest.size) smallest = { size: set.size, ids: set };
+    };
+    if (filter.id !== undefined && filter.id !== '') {
+      let id: string | undefined;
+      try {
+        id = this.prefixes.resolve(filter.id);
+      } catch {
+        id = undefined;
+      }
+      consider(new Set(id === undefined ? [] : [id]));
+    }
+    if (filter.group !== undefined && filter.group !== '') consider(this.byGroup.get(filter.group));
+    if (filter.state !== undefined) consider(this.byState.get(filter.state));
+    if (filter.labelSelector !== undefined && Object.keys(filter.labelSelector).length > 0) {
+      consider(this.labels.candidates(filter.labelSelector));
+    }
+    const candidates = smallest === undefined ? this.byId.keys() : smallest.ids;
+    const out: R[] = [];
+    for (const id of candidates) {
+      const record = this.byId.get(id);
+      if (record === undefined) continue;
+      if (filter.state !== undefined && record.status.state !== filter.state) continue;
+      if (filter.group !== undefined && filter.group !== '' && this.groupOf(record) !== filter.group) continue;
+      if (!matchesLabels(record.labels, filter.labelSelector)) continue;
+      out.push(record);
+    }
+    if (filter.id !== undefined && filter.id !== '') return out.filter((r) => r.id.startsWith(filter.id as string));
+    return out;
+  }
+
+  /**
+   * The one way a record's status changes. `change` gets the current status and returns the
+   * next; a state change not allowed by the transition table is a FailedPrecondition error.
+   */
+  updateStatus(id: string, change: (current: Readonly<S>) => S): S {
+    const record = this.byId.get(id);
+    if (record === undefined) throw new RuntimeError('NotFound', `${this.kind} "${id}" not found`);
+    const previous = record.status;
+    const next = change(previous);
+    if (next.state !== previous.state) {
+      const allowed = this.transitions.get(previous.state);
+      if (allowed === undefined || !allowed.has(next.state)) {
+        throw new RuntimeError(
+          'FailedPrecondition',
+          `${this.kind} ${id} cannot go from ${this.stateName(previous.state)} to ${this.stateName(next.state)}`,
+        );
+      }
+      this.unsetIndex(this.byState, previous.state, id);
+      this.setIndex(this.byState, next.state, id);
+    }
+    record.status = next;
+    for (const listener of this.listeners) listener({ record, previous, current: next });
+    return next;
+  }
+
+  /** Calls listener after every status update; returns the unsubscribe function. */
+  onStatusChange(listener: (change: StatusChange<R, S>) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  all(): IterableIterator<R> {
+    return this.byId.values();
+  }
+
+  private setIndex<K>(index: Map<K, Set<string>>, key: K, id: string): void {
+    let set = index.get(key);
+    if (set === undefined) {
+      set = new Set();
+      index.set(key, set);
+    }
+    set.add(id);
+  }
+
+  private unsetIndex<K>(index: Map<K, Set<string>>, key: K, id: string): void {
+    const set = index.get(key);
+    if (set === undefined) return;
+    set.delete(id);
+    if (set.size === 0) index.delete(key);
+  }
+}
+
+/** Reserved names (the CRI requires a sandbox or container name to be unique until removal). */
+export class NameRegistry {
+  private readonly owners = new Map<string, string>();
+
+  constructor(private readonly kind: string) {}
+
+  reserve(name: string, id: string): void {
+    const owner = this.owners.get(name);
+    if (owner !== undefined && owner !== id) {
+      throw new RuntimeError('AlreadyExists', `${this.kind} name "${name}" is reserved for ${owner}`);
+    }
+    this.owners.set(name, id);
+  }
+
+  release(name: string, id: string): void {
+    if (this.owners.get(name) === id) this.owners.delete(name);
+  }
+}

@@ -1,0 +1,233 @@
+import { randomBytes } from 'node:crypto';
+import { close, fchmod, fsync, write } from 'node:fs';
+import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { file as temporaryFile } from 'tmp-promise';
+import type { Logger } from '../../log.js';
+import { silentLogger } from '../../log.js';
+import { RuntimeError } from '../errors.js';
+import { SimulatedRegistry } from './simulated-registry.js';
+
+const writeAsync = promisify(write);
+const fchmodAsync = promisify(fchmod);
+const fsyncAsync = promisify(fsync);
+const closeAsync = promisify(close);
+
+/** Where cri-dockerd (and dockershim before it) put credential specs (REFERENCE §7). */
+export const CREDENTIAL_SPEC_REGISTRY_KEY =
+  'HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Virtualization\\Containers\\CredentialSpecs';
+
+/** cri-dockerd's value name prefix; the name continues with 80 hex digits (40 random bytes). */
+export const CREDENTIAL_SPEC_NAME_PREFIX = 'k8s-cred-spec-';
+
+/** Directory under the state dir that `file://` credential specs are relative to, like moby's `<root>\CredentialSpecs`. */
+export const CREDENTIAL_SPEC_DIRECTORY = 'CredentialSpecs';
+
+const STAGED_NAME = /^k8s-cred-spec-[0-9a-f]{80}(\.json)?$/;
+
+/**
+ * `file`: the GMSA KEP's temporary file, deleted right after StartContainer.
+ * `registry`: cri-dockerd's registry value, kept until RemoveContainer.
+ */
+export type CredentialSpecTransportKind = 'file' | 'registry';
+
+/** Checks a `--credspec-transport` value. */
+export function parseCredentialSpecTransport(value: string): CredentialSpecTransportKind {
+  if (value === 'file' || value === 'registry') return value;
+  throw new RuntimeError('InvalidArgument', `--credspec-transport: must be "file" or "registry", not ${JSON.stringify(value)}`);
+}
+
+/** A credential spec handed to the runtime backend for one container. */
+export interface StagedCredentialSpec {
+  transport: CredentialSpecTransportKind;
+  /** File name (in the credential spec directory) or registry value name. */
+  name: string;
+  /** The Docker security option that references it: `credentialspec=file://<name>` or `…registry://<name>`. */
+  securityOption: string;
+}
+
+/** An unguessable name: the prefix and 40 random bytes in hex, as cri-dockerd names registry values. */
+export function newCredentialSpecName(): string {
+  return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomBytes(40).toString('hex')}`;
+}
+
+/** The staged credential spec a security option refers to, if it is one this layer created. */
+export function stagedFromSecurityOption(option: string): StagedCredentialSpec | undefined {
+  const match = /^credentialspec=(file|registry):\/\/(.*)$/i.exec(option);
+  if (match === null) return undefined;
+  const transport = match[1]!.toLowerCase() as CredentialSpecTransportKind;
+  const name = match[2]!;
+  if (!STAGED_NAME.test(name)) return undefined;
+  if ((transport === 'file') !== name.endsWith('.json')) return undefined;
+  return { transport, name, securityOption: option };
+}
+
+/**
+ * The dockershim layer's credential spec hand-off (DESIGN.md "Credential spec hand-off"):
+ * writes the CRI credential spec where the backend reads it and returns the security option that
+ * names it; removes it again; sweeps leftovers at start-up. Both transports are always readable
+ * (a restart may change `--credspec-transport`), and the sweep covers both.
+ *
+ * Cleanup points for the caller (CreateContainer/StartContainer/RemoveContainer):
+ * - CreateContainer: `stageDuring(spec, create)` removes the staged spec if `create` fails.
+ * - StartContainer: `releaseAfterStart(securityOptions)` in a `finally` (success or failure);
+ *   it removes the KEP's file and keeps cri-dockerd's registry value.
+ * - RemoveContainer: `releaseOnRemove(securityOptions)`; its failure fails the removal.
+ * - Runtime start-up: `sweep()`.
+ */
+export class CredentialSpecHandoff {
+  readonly transport: CredentialSpecTransportKind;
+  /** `<stateDir>/CredentialSpecs`, mode 0700: where staged files live and `file://` is relative to. */
+  readonly directory: string;
+  readonly registry: SimulatedRegistry;
+  private readonly logger: Logger;
+
+  private constructor(transport: CredentialSpecTransportKind, directory: string, registry: SimulatedRegistry, logger: Logger) {
+    this.transport = transport;
+    this.directory = directory;
+    this.registry = registry;
+    this.logger = logger;
+  }
+
+  /** Creates the 0700 credential spec directory and opens the simulated registry under `stateDir`. */
+  static async open(
+    stateDir: string,
+    transport: CredentialSpecTransportKind = 'file',
+    logger: Logger = silentLogger(),
+  ): Promise<CredentialSpecHandoff> {
+    const directory = join(stateDir, CREDENTIAL_SPEC_DIRECTORY);
+    await mkdir(directory, { recursive: true, mode: 0o700 });
+    // mkdir's mode is filtered by the umask and ignored for an existing directory.
+    await chmod(directory, 0o700);
+    const registry = await SimulatedRegistry.open(stateDir);
+    return new CredentialSpecHandoff(transport, directory, registry, logger);
+  }
+
+  /** True for the KEP's file: delete it as soon as StartContainer returns. */
+  get removeAfterStart(): boolean {
+    return this.transport === 'file';
+  }
+
+  /** Writes the credential spec (file 0600 with an unguessable name, or a registry value). */
+  async stage(credentialSpec: string): Promise<StagedCredentialSpec> {
+    if (this.transport === 'registry') {
+      const name = newCredentialSpecName();
+      await this.registry.setStringValue(CREDENTIAL_SPEC_REGISTRY_KEY, name, credentialSpec);
+      return { transport: 'registry', name, securityOption: `credentialspec=registry://${name}` };
+    }
+    const name = `${newCredentialSpecName()}.json`;
+    // O_CREAT|O_EXCL with mode 0600: the file never exists with wider permissions.
+    const staged = await temporaryFile({ tmpdir: this.directory, name, mode: 0o600, keep: true });
+    try {
+      await fchmodAsync(staged.fd, 0o600);
+      const data = Buffer.from(credentialSpec, 'utf8');
+      let offset = 0;
+      // Bounded: every iteration writes at least one byte or throws.
+      while (offset < data.length) {
+        const { bytesWritten } = await writeAsync(staged.fd, data, offset, data.length - offset);
+        if (bytesWritten <= 0) throw new Error(`short write to ${join(this.directory, name)}`);
+        offset += bytesWritten;
+      }
+      await fsyncAsync(staged.fd);
+    } catch (err) {
+      await closeAsync(staged.fd).catch(() => undefined);
+      await rm(join(this.directory, name), { force: true });
+      throw err;
+    }
+    await closeAsync(staged.fd).catch(async (err: unknown) => {
+      await rm(join(this.directory, name), { force: true });
+      throw err;
+    });
+    return { transport: 'file', name, securityOption: `credentialspec=file://${name}` };
+  }
+
+  /** Deletes a staged credential spec; false when it was already gone. */
+  async remove(staged: StagedCredentialSpec): Promise<boolean> {
+    if (!STAGED_NAME.test(staged.name)) {
+      throw new Error(`refusing to remove ${JSON.stringify(staged.name)}: not a staged credential spec name`);
+    }
+    if (staged.transport === 'registry') {
+      return this.registry.deleteValue(CREDENTIAL_SPEC_REGISTRY_KEY, staged.name);
+    }
+    try {
+      await rm(join(this.directory, staged.name));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Deletes the staged credential specs a container's security options name (RemoveContainer).
+   * Options that name anything else (a user's own `file://x.json`) are left alone.
+   */
+  async removeReferenced(securityOptions: readonly string[]): Promise<number> {
+    let removed = 0;
+    for (const option of securityOptions) {
+      const staged = stagedFromSecurityOption(option);
+      if (staged !== undefined && (await this.remove(staged))) removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * CreateContainer: stages the credential spec, then runs `create` with it. If `create` fails,
+   * the staged spec is removed before the error goes on, so no error path between staging and
+   * start leaves it behind (a removal that itself fails is logged, as cri-dockerd does, and the
+   * start-up sweep takes it).
+   * Without a credential spec `create` runs with undefined.
+   */
+  async stageDuring<T>(credentialSpec: string | undefined, create: (staged: StagedCredentialSpec | undefined) => Promise<T>): Promise<T> {
+    if (credentialSpec === undefined || credentialSpec === '') return create(undefined);
+    const staged = await this.stage(credentialSpec);
+    try {
+      return await create(staged);
+    } catch (err) {
+      try {
+        await this.remove(staged);
+      } catch (cleanupErr) {
+        // The CreateContainer error is the one to report; the start-up sweep removes what is left.
+        this.logger.warn({ err: cleanupErr, credentialSpecRef: staged.name }, 'failed to remove credential spec after CreateContainer failed');
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * StartContainer has returned (success or failure): the KEP's file is no longer needed.
+   * Registry values stay until RemoveContainer. Returns how many were removed.
+   */
+  async releaseAfterStart(securityOptions: readonly string[]): Promise<number> {
+    let removed = 0;
+    for (const option of securityOptions) {
+      const staged = stagedFromSecurityOption(option);
+      if (staged?.transport === 'file' && (await this.remove(staged))) removed++;
+    }
+    return removed;
+  }
+
+  /** RemoveContainer: removes whatever is left; a failure fails the removal, so the kubelet retries. */
+  async releaseOnRemove(securityOptions: readonly string[]): Promise<number> {
+    return this.removeReferenced(securityOptions);
+  }
+
+  /** Every staged credential spec that currently exists, both transports. */
+  async leftovers(): Promise<StagedCredentialSpec[]> {
+    const files = (await readdir(this.directory)).filter((n) => STAGED_NAME.test(n) && n.endsWith('.json'));
+    const values = this.registry.valueNames(CREDENTIAL_SPEC_REGISTRY_KEY).filter((n) => STAGED_NAME.test(n) && !n.endsWith('.json'));
+    return [
+      ...files.map((name) => ({ transport: 'file' as const, name, securityOption: `credentialspec=file://${name}` })),
+      ...values.map((name) => ({ transport: 'registry' as const, name, securityOption: `credentialspec=registry://${name}` })),
+    ];
+  }
+
+  /** Start-up sweep: removes every leftover staged credential spec; returns what it removed. */
+  async sweep(): Promise<StagedCredentialSpec[]> {
+    const found = await this.leftovers();
+    for (const staged of found) await this.remove(staged);
+    if (found.length > 0) this.logger.info({ removed: found.length }, 'removed leftover credential specs of a previous run');
+    return found;
+  }
+}

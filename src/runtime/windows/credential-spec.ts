@@ -1,0 +1,73 @@
+import credentialSpecSchema from '../../../schemas/credential-spec.schema.json' with { type: 'json' };
+import { RuntimeError } from '../errors.js';
+import { compileSchema, firstViolation } from './schema-validation.js';
+
+/** The credential spec document (REFERENCE §8, as New-CredentialSpec writes it). No secrets. */
+export interface CredentialSpecDocument {
+  CmsPlugins: string[];
+  DomainJoinConfig: {
+    /** The domain SID, S-1-5-21-a-b-c. */
+    Sid: string;
+    /** The gMSA SAM account name, no domain, no `$`. */
+    MachineAccountName: string;
+    /** The domain's objectGUID, no braces. */
+    Guid: string;
+    /** The forest root domain. */
+    DnsTreeName: string;
+    /** The domain FQDN. */
+    DnsName: string;
+    NetBiosName: string;
+  };
+  ActiveDirectoryConfig: {
+    GroupManagedServiceAccounts: Array<{ Name: string; Scope: string }>;
+    /** Container Credential Guard: how a host that is not domain-joined retrieves the gMSA password. */
+    HostAccountConfig?: { PortableCcgVersion: string; PluginGUID: string; PluginInput: string };
+  };
+  [extra: string]: unknown;
+}
+
+/** Same limit as the API server's `gmsaCredentialSpec size must be under 64 KiB` (REFERENCE §5). */
+export const MAX_CREDENTIAL_SPEC_BYTES = 64 * 1024;
+
+// Compiled once, when the runtime loads this module.
+const validateCredentialSpecDocument = compileSchema<CredentialSpecDocument>(credentialSpecSchema);
+
+function invalid(detail: string): RuntimeError {
+  return new RuntimeError('InvalidArgument', `invalid credential spec: ${detail}`);
+}
+
+/**
+ * Parses and validates credential spec JSON as the runtime receives it (CRI `credential_spec`).
+ * Every rejection names the field, e.g.
+ * `invalid credential spec: DomainJoinConfig.Sid "S-1-5-21-x" is not a domain SID (S-1-5-21-a-b-c)`.
+ */
+export function parseCredentialSpec(text: string): CredentialSpecDocument {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_CREDENTIAL_SPEC_BYTES) {
+    throw invalid(`size must be under 64 KiB (got ${bytes} bytes)`);
+  }
+  if (text.trim() === '') throw invalid('the document is empty');
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (err) {
+    throw invalid(`not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return validateCredentialSpec(document);
+}
+
+/** Validates an already parsed credential spec document against the schema. */
+export function validateCredentialSpec(document: unknown): CredentialSpecDocument {
+  const violation = firstViolation(validateCredentialSpecDocument, document);
+  if (violation === undefined) return document as CredentialSpecDocument;
+  const subject = violation.path === '' ? 'the document' : violation.path;
+  if (violation.describesValue) {
+    throw invalid(`${subject} ${JSON.stringify(violation.value)} ${violation.reason}`);
+  }
+  throw invalid(`${subject} ${violation.reason}`);
+}
+
+/** The gMSA a credential spec names, as `NETBIOS\Name`, for messages. */
+export function credentialSpecAccount(document: CredentialSpecDocument): string {
+  return `${document.DomainJoinConfig.NetBiosName}\\${document.DomainJoinConfig.MachineAccountName}`;
+}

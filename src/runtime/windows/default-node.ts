@@ -1,0 +1,39 @@
+import type { NodeFile } from './node-directory.js';
+
+/**
+ * The embedded default node (DESIGN.md "Node AD access"): WINNODE1 joined to the domain of the
+ * GMSA KEP's example credential spec, so that example starts a container unchanged.
+ * `examples/nodes/winnode1.yaml` is the same node as a file (a test keeps them equal).
+ *
+ * - WebApplication1: retrievable through the group WebAppHosts, of which WINNODE1$ is a member.
+ * - EventLogger: retrievable by the computer account WINNODE1$ directly.
+ * - SqlReporting: exists, but only SqlHosts (SQLNODE1$) may retrieve its password.
+ */
+export const DEFAULT_NODE_FILE: NodeFile = {
+  node: {
+    name: 'WINNODE1',
+    hostname: 'winnode1',
+    domain: 'contoso.com',
+    localUsers: ['ContainerUser', 'ContainerAdministrator'],
+    localGroups: ['Administrators', 'Users'],
+  },
+  domains: [
+    {
+      dnsName: 'contoso.com',
+      netbiosName: 'DEMO',
+      sid: 'S-1-5-21-2126729477-2524075714-3094792973',
+      guid: '244818ae-87ca-4fcd-92ec-e79e5252348a',
+      dnsTreeName: 'contoso.com',
+      domainControllers: [{ name: 'dc1.contoso.com', reachable: true }],
+      groups: [
+        { name: 'WebAppHosts', members: ['WINNODE1$'] },
+        { name: 'SqlHosts', members: ['SQLNODE1$'] },
+      ],
+      gmsas: [
+        { name: 'WebApplication1', principalsAllowedToRetrieveManagedPassword: ['WebAppHosts'] },
+        { name: 'EventLogger', principalsAllowedToRetrieveManagedPassword: ['WINNODE1$'] },
+        { name: 'SqlReporting', principalsAllowedToRetrieveManagedPassword: ['SqlHosts'] },
+      ],
+    },
+  ],
+};

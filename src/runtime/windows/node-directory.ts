@@ -1,0 +1,296 @@
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
+import { RuntimeError } from '../errors.js';
+import { DEFAULT_NODE_FILE } from './default-node.js';
+import { compileSchema, firstViolation } from './schema-validation.js';
+
+/** A domain controller of the simulated AD; `reachable: false` simulates DC/DNS outages. */
+export interface DomainControllerSpec {
+  name: string;
+  reachable?: boolean;
+}
+
+export interface GroupSpec {
+  name: string;
+  /** Principals: computer accounts (`WINNODE1$`), users or groups, optionally `NETBIOS\`-qualified. */
+  members: string[];
+}
+
+export interface GmsaSpec {
+  /** SAM account name without the trailing `$`. */
+  name: string;
+  /** The gMSA's PrincipalsAllowedToRetrieveManagedPassword. */
+  principalsAllowedToRetrieveManagedPassword: string[];
+}
+
+export interface DomainSpec {
+  dnsName: string;
+  netbiosName: string;
+  sid: string;
+  guid: string;
+  /** The forest root domain (credential spec `DnsTreeName`). */
+  dnsTreeName: string;
+  domainControllers: DomainControllerSpec[];
+  groups?: GroupSpec[];
+  gmsas?: GmsaSpec[];
+}
+
+export interface CcgPluginSpec {
+  /** CLSID of the plugin, with braces, as in a credential spec's HostAccountConfig.PluginGUID. */
+  pluginGuid: string;
+  /** `NETBIOS\user`: the domain account the plugin retrieves gMSA passwords with. */
+  account: string;
+  /** false: the plugin fails, so every container that needs it fails to start. */
+  healthy?: boolean;
+}
+
+/** The node file (`--node node.yaml`), schema `schemas/node.schema.json`. */
+export interface NodeFile {
+  node: {
+    /** Computer name (NetBIOS, ≤ 15 characters); its AD account is `<name>$`. */
+    name: string;
+    hostname: string;
+    /** DNS name of the joined domain; absent for a workgroup node. */
+    domain?: string;
+    ccgPlugin?: CcgPluginSpec;
+    /** Local accounts of the node and its images, for RunAsUserName. */
+    localUsers?: string[];
+    /** Local groups, for HostProcess containers that run as a group. */
+    localGroups?: string[];
+  };
+  domains: DomainSpec[];
+}
+
+/** A principal as a (domain, account) pair; domain is a DomainSpec of this node file. */
+export interface AccountRef {
+  domain: DomainSpec;
+  account: string;
+}
+
+/** Local accounts every Windows container image has (REFERENCE §4 defaults). */
+const DEFAULT_LOCAL_USERS = ['ContainerUser', 'ContainerAdministrator'];
+
+/** Group nesting is bounded so a cycle or a huge file cannot loop forever. */
+const MAX_GROUP_EXPANSIONS = 10_000;
+
+const validateNodeFileSchema = compileSchema<NodeFile>(nodeSchema);
+
+const same = (a: string, b: string): boolean => a.localeCompare(b, 'en', { sensitivity: 'accent' }) === 0;
+
+function nodeFileError(source: string, path: string, reason: string): RuntimeError {
+  return new RuntimeError('InvalidArgument', `${source}: ${path === '' ? '(top level)' : path}: ${reason}`);
+}
+
+/**
+ * The simulated node and the Active Directory it sees. Built only from a validated node file
+ * (`parseNodeFile`, `loadNodeFile`, `defaultNodeDirectory`); lookups are case-insensitive, as in AD.
+ */
+export class NodeDirectory {
+  readonly file: NodeFile;
+  /** Where the node came from, for messages (`node.yaml`, or `embedded default node`). */
+  readonly source: string;
+
+  constructor(file: NodeFile, source: string) {
+    this.file = file;
+    this.source = source;
+  }
+
+  get name(): string {
+    return this.file.node.name;
+  }
+
+  get hostname(): string {
+    return this.file.node.hostname;
+  }
+
+  /** The node's computer account in AD. */
+  get computerAccount(): string {
+    return `${this.file.node.name.toUpperCase()}$`;
+  }
+
+  get joinedDomain(): DomainSpec | undefined {
+    const name = this.file.node.domain;
+    return name === undefined ? undefined : this.findDomain(name);
+  }
+
+  get ccgPlugin(): CcgPluginSpec | undefined {
+    return this.file.node.ccgPlugin;
+  }
+
+  get localUsers(): string[] {
+    return this.file.node.localUsers ?? DEFAULT_LOCAL_USERS;
+  }
+
+  get localGroups(): string[] {
+    return this.file.node.localGroups ?? [];
+  }
+
+  /** A domain by DNS or NetBIOS name. */
+  findDomain(name: string): DomainSpec | undefined {
+    return this.file.domains.find((d) => same(d.dnsName, name) || same(d.netbiosName, name));
+  }
+
+  findGmsa(domain: DomainSpec, name: string): GmsaSpec | undefined {
+    const bare = name.endsWith('$') ? name.slice(0, -1) : name;
+    return domain.gmsas?.find((g) => same(g.name, bare));
+  }
+
+  /** At least one domain controller of the domain answers. */
+  isReachable(domain: DomainSpec): boolean {
+    return domain.domainControllers.some((dc) => dc.reachable !== false);
+  }
+
+  /** The first reachable domain controller, as nltest names it. */
+  reachableController(domain: DomainSpec): DomainControllerSpec | undefined {
+    return domain.domainControllers.find((dc) => dc.reachable !== false);
+  }
+
+  findLocalUser(name: string): string | undefined {
+    return this.localUsers.find((u) => same(u, name));
+  }
+
+  findLocalGroup(name: string): string | undefined {
+    return this.localGroups.find((g) => same(g, name));
+  }
+
+  /** `NETBIOS\name` or `name` (relative to `base`) as an account reference; undefined for unknown domains. */
+  resolvePrincipal(principal: string, base: DomainSpec): AccountRef | undefined {
+    const slash = principal.indexOf('\\');
+    if (slash < 0) return { domain: base, account: principal };
+    const domain = this.findDomain(principal.slice(0, slash));
+    return domain === undefined ? undefined : { domain, account: principal.slice(slash + 1) };
+  }
+
+  /**
+   * Whether `requester` may retrieve the gMSA's managed password: it is listed in
+   * PrincipalsAllowedToRetrieveManagedPassword directly or through (nested) group membership.
+   */
+  mayRetrieveManagedPassword(domain: DomainSpec, gmsa: GmsaSpec, requester: AccountRef): boolean {
+    const queue: AccountRef[] = [];
+    for (const p of gmsa.principalsAllowedToRetrieveManagedPassword) {
+      const ref = this.resolvePrincipal(p, domain);
+      if (ref !== undefined) queue.push(ref);
+    }
+    const seen = new Set<string>();
+    for (let i = 0; i < queue.length && i < MAX_GROUP_EXPANSIONS; i++) {
+      const ref = queue[i]!;
+      if (ref.domain === requester.domain && same(ref.account, requester.account)) return true;
+      const key = `${ref.domain.dnsName.toLowerCase()}\\${ref.account.toLowerCase()}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const group = ref.domain.groups?.find((g) => same(g.name, ref.account));
+      for (const member of group?.members ?? []) {
+        const memberRef = this.resolvePrincipal(member, ref.domain);
+        if (memberRef !== undefined) queue.push(memberRef);
+      }
+    }
+    return false;
+  }
+
+  /** The account the node retrieves gMSA passwords with: its computer account, or the CCG plugin's account. */
+  passwordRetrievalAccount(): AccountRef | undefined {
+    const joined = this.joinedDomain;
+    if (joined !== undefined) return { domain: joined, account: this.computerAccount };
+    const plugin = this.ccgPlugin;
+    if (plugin === undefined) return undefined;
+    const [netbios = '', account = ''] = plugin.account.split('\\');
+    const domain = this.findDomain(netbios);
+    return domain === undefined ? undefined : { domain, account };
+  }
+}
+
+/** Cross-field rules a JSON Schema cannot express; the first problem is reported. */
+function checkNodeFileConsistency(file: NodeFile, source: string): void {
+  const seenDns = new Map<string, number>();
+  const seenNetbios = new Map<string, number>();
+  file.domains.forEach((domain, i) => {
+    const dns = domain.dnsName.toLowerCase();
+    const netbios = domain.netbiosName.toLowerCase();
+    if (seenDns.has(dns)) {
+      throw nodeFileError(source, `domains[${i}].dnsName`, `"${domain.dnsName}" is already defined by domains[${seenDns.get(dns)}]`);
+    }
+    if (seenNetbios.has(netbios)) {
+      throw nodeFileError(source, `domains[${i}].netbiosName`, `"${domain.netbiosName}" is already defined by domains[${seenNetbios.get(netbios)}]`);
+    }
+    seenDns.set(dns, i);
+    seenNetbios.set(netbios, i);
+    const names = new Map<string, string>();
+    (domain.groups ?? []).forEach((group, j) => {
+      const key = group.name.toLowerCase();
+      if (names.has(key)) throw nodeFileError(source, `domains[${i}].groups[${j}].name`, `"${group.name}" is already defined by ${names.get(key)}`);
+      names.set(key, `domains[${i}].groups[${j}]`);
+    });
+    (domain.gmsas ?? []).forEach((gmsa, j) => {
+      const key = gmsa.name.toLowerCase();
+      if (names.has(key)) throw nodeFileError(source, `domains[${i}].gmsas[${j}].name`, `"${gmsa.name}" is already defined by ${names.get(key)}`);
+      names.set(key, `domains[${i}].gmsas[${j}]`);
+    });
+  });
+  const directory = new NodeDirectory(file, source);
+  const { domain, ccgPlugin } = file.node;
+  if (domain !== undefined && directory.findDomain(domain) === undefined) {
+    throw nodeFileError(source, 'node.domain', `"${domain}" is not one of the domains defined in domains`);
+  }
+  if (ccgPlugin !== undefined) {
+    const slash = ccgPlugin.account.indexOf('\\');
+    if (slash < 0 || directory.findDomain(ccgPlugin.account.slice(0, slash)) === undefined) {
+      throw nodeFileError(source, 'node.ccgPlugin.account', `"${ccgPlugin.account}" must be NETBIOS\\user with NETBIOS one of the domains`);
+    }
+  }
+}
+
+/**
+ * Validates a parsed node file (schema, then cross-field rules). Errors read
+ * `<source>: <field path>: <reason>`, e.g. `node.yaml: domains[0].sid: must match a domain SID (S-1-5-21-a-b-c) (got "x")`.
+ */
+export function validateNodeFile(data: unknown, source: string): NodeFile {
+  const violation = firstViolation(validateNodeFileSchema, data);
+  if (violation !== undefined) {
+    const got = violation.value !== undefined && typeof violation.value !== 'object' ? ` (got ${JSON.stringify(violation.value)})` : '';
+    throw nodeFileError(source, violation.path, `${violation.reason}${got}`);
+  }
+  const file = data as NodeFile;
+  checkNodeFileConsistency(file, source);
+  return file;
+}
+
+/** Parses node file text (YAML or JSON). `source` is the path as the user gave it, for messages. */
+export function parseNodeFile(text: string, source: string): NodeDirectory {
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (err) {
+    if (err instanceof YAMLParseError) {
+      const line = err.linePos?.[0]?.line;
+      const firstLine = err.message.split('\n')[0] ?? err.message;
+      throw new RuntimeError('InvalidArgument', `${source}${line === undefined ? '' : `:${line}`}: not valid YAML: ${firstLine}`);
+    }
+    throw err;
+  }
+  return new NodeDirectory(validateNodeFile(data, source), source);
+}
+
+/** Reads and validates `--node <path>`; messages name the path as given. */
+export async function loadNodeFile(path: string): Promise<NodeDirectory> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
+    throw new RuntimeError('InvalidArgument', `${path}: cannot read node file: ${reason}`, { cause: err });
+  }
+  return parseNodeFile(text, path);
+}
+
+/** The embedded default node (WINNODE1 in contoso.com), validated like any node file. */
+export function defaultNodeDirectory(): NodeDirectory {
+  const source = 'embedded default node';
+  return new NodeDirectory(validateNodeFile(structuredClone(DEFAULT_NODE_FILE), source), source);
+}
+
+/** `--node <path>` when given, else the embedded default; refused at start-up when invalid. */
+export async function openNodeDirectory(path?: string): Promise<NodeDirectory> {
+  return path === undefined || path === '' ? defaultNodeDirectory() : loadNodeFile(path);
+}

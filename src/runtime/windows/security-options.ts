@@ -1,0 +1,112 @@
+import { readFile } from 'node:fs/promises';
+import { join, normalize, sep } from 'node:path';
+import { RuntimeError } from '../errors.js';
+import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
+import type { SimulatedRegistry } from './simulated-registry.js';
+
+/** What the backend needs to resolve `credentialspec=` security options. */
+export interface SecurityOptionContext {
+  containerId: string;
+  /** The directory `file://` paths are relative to (moby: `<root>\CredentialSpecs`), as the user's state dir names it. */
+  credentialSpecDirectory: string;
+  registry: SimulatedRegistry;
+}
+
+// moby's texts (REFERENCE §7).
+const INVALID_CREDENTIAL_SPEC_OPTION =
+  "invalid credential spec security option - value must be prefixed by 'file://', 'registry://', or 'raw://' followed by a non-empty value";
+
+const invalid = (message: string): RuntimeError => new RuntimeError('InvalidArgument', message);
+
+/** Go's %q for the strings we quote (paths, names). */
+const quote = (s: string): string => JSON.stringify(s);
+
+/** A Windows path is absolute when it has a drive and a root (`C:\x`) or is a UNC path (`\\server\share`). */
+function isWindowsAbsolute(path: string): boolean {
+  return /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]/.test(path);
+}
+
+/**
+ * Resolves a `file://` location the way moby does on Windows: clean it, refuse absolute paths,
+ * join it to the credential spec directory, refuse anything that ends up outside it.
+ * Backslashes are separators (Windows semantics); a rooted path without a drive (`\x`) is joined.
+ */
+function credentialSpecFilePath(location: string, directory: string): string {
+  const windowsStyle = location.replace(/\\/g, '/');
+  if (isWindowsAbsolute(location)) throw invalid('invalid credential spec - file:// path cannot be absolute');
+  const base = normalize(directory);
+  const full = join(base, windowsStyle.replace(/^\/+/, ''));
+  // Stricter than moby's string-prefix test: `CredentialSpecsX/…` is not under `CredentialSpecs`.
+  if (full !== base && !full.startsWith(base.endsWith(sep) ? base : base + sep)) {
+    throw invalid(`invalid credential spec - file:// path must be under ${directory}`);
+  }
+  return full;
+}
+
+async function readCredentialSpecFile(containerId: string, location: string, directory: string): Promise<string> {
+  const full = credentialSpecFilePath(location, directory);
+  try {
+    return await readFile(full, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // The Windows wording of the open error, as moby wraps it.
+    const reason =
+      code === 'ENOENT'
+        ? 'The system cannot find the file specified.'
+        : code === 'EACCES'
+          ? 'Access is denied.'
+          : code === 'EISDIR'
+            ? 'Is a directory.'
+            : (err as Error).message;
+    throw new RuntimeError(
+      'InvalidArgument',
+      `credential spec for container ${containerId} could not be read from file ${quote(full)}: open ${full}: ${reason}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * The credential spec that a container's Docker security options carry (moby's
+ * setWindowsCredentialSpec): each option must be `key=value`, the key `credentialspec`
+ * (any case), the value `file://`, `registry://` or `raw://` plus a non-empty value
+ * (`config://` needs swarm, which this node is not). When several are given, every one is
+ * checked and the last one wins. Undefined when there is none.
+ */
+export async function credentialSpecFromSecurityOptions(
+  securityOptions: readonly string[],
+  context: SecurityOptionContext,
+): Promise<string | undefined> {
+  let credentialSpec: string | undefined;
+  for (const option of securityOptions) {
+    const equals = option.indexOf('=');
+    if (equals < 0) throw invalid(`invalid security option: no equals sign in supplied value ${option}`);
+    const key = option.slice(0, equals);
+    const value = option.slice(equals + 1);
+    if (key.toLowerCase() !== 'credentialspec') throw invalid(`security option not supported: ${key}`);
+    const separator = value.indexOf('://');
+    if (separator < 0 || separator + 3 === value.length) throw invalid(INVALID_CREDENTIAL_SPEC_OPTION);
+    const scheme = value.slice(0, separator).toLowerCase();
+    const location = value.slice(separator + 3);
+    switch (scheme) {
+      case 'file':
+        credentialSpec = await readCredentialSpecFile(context.containerId, location, context.credentialSpecDirectory);
+        break;
+      case 'registry': {
+        const found = context.registry.getStringValue(CREDENTIAL_SPEC_REGISTRY_KEY, location);
+        if (found === undefined) {
+          throw invalid(`registry credential spec ${quote(location)} for container ${context.containerId} was not found`);
+        }
+        credentialSpec = found;
+        break;
+      }
+      case 'raw':
+        credentialSpec = location;
+        break;
+      default:
+        // Includes `config://`: swarm only; without swarm moby answers as for any unknown word.
+        throw invalid(INVALID_CREDENTIAL_SPEC_OPTION);
+    }
+  }
+  return credentialSpec === '' ? undefined : credentialSpec;
+}

@@ -1,0 +1,64 @@
+/**
+ * Windows error codes the simulated identity commands print (REFERENCE §9), in the forms the
+ * real tools use: nltest prints Win32 codes (`Status = 1311 0x51f ERROR_NO_LOGON_SERVERS`),
+ * klist prints NTSTATUS values (`klist failed with 0xc0000022/-1073741790: …`).
+ */
+export interface Win32Status {
+  code: number;
+  name: string;
+}
+
+export const NERR_SUCCESS: Win32Status = { code: 0, name: 'NERR_Success' };
+export const ERROR_NO_LOGON_SERVERS: Win32Status = { code: 1311, name: 'ERROR_NO_LOGON_SERVERS' };
+export const ERROR_NO_SUCH_DOMAIN: Win32Status = { code: 1355, name: 'ERROR_NO_SUCH_DOMAIN' };
+export const RPC_S_SERVER_UNAVAILABLE: Win32Status = { code: 1722, name: 'RPC_S_SERVER_UNAVAILABLE' };
+export const ERROR_NO_TRUST_LSA_SECRET: Win32Status = { code: 1786, name: 'ERROR_NO_TRUST_LSA_SECRET' };
+export const ERROR_NO_TRUST_SAM_ACCOUNT: Win32Status = { code: 1787, name: 'ERROR_NO_TRUST_SAM_ACCOUNT' };
+
+/** `1311 0x51f ERROR_NO_LOGON_SERVERS`, as nltest writes a status. */
+export function formatWin32Status(status: Win32Status): string {
+  return `${status.code} 0x${status.code.toString(16)} ${status.name}`;
+}
+
+export interface NtStatus {
+  /** Unsigned 32-bit value. */
+  value: number;
+  name: string;
+  text: string;
+}
+
+export const STATUS_ACCESS_DENIED: NtStatus = {
+  value: 0xc0000022,
+  name: 'STATUS_ACCESS_DENIED',
+  text: '{Access Denied}\nA process has requested access to an object, but has not been granted those access rights.',
+};
+export const STATUS_NO_LOGON_SERVERS: NtStatus = {
+  value: 0xc000005e,
+  name: 'STATUS_NO_LOGON_SERVERS',
+  text: 'There are currently no logon servers available to service the logon request.',
+};
+export const STATUS_NO_TRUST_LSA_SECRET: NtStatus = {
+  value: 0xc000018a,
+  name: 'STATUS_NO_TRUST_LSA_SECRET',
+  text: 'The workstation does not have a trust secret.',
+};
+export const STATUS_NO_TRUST_SAM_ACCOUNT: NtStatus = {
+  value: 0xc000018b,
+  name: 'STATUS_NO_TRUST_SAM_ACCOUNT',
+  text: 'The SAM database on the Windows Server does not have a computer account for this workstation trust relationship.',
+};
+
+/** `0xc0000022/-1073741790`, as klist writes an NTSTATUS. */
+export function formatNtStatus(status: NtStatus): string {
+  return `0x${status.value.toString(16)}/${status.value | 0}`;
+}
+
+/** ERROR_LOGON_FAILURE (1326): the text Windows gives for an unknown run-as user. */
+export const LOGON_FAILURE_TEXT = 'The user name or password is incorrect.';
+
+/**
+ * A CCG plugin failure surfaces from hcsshim as winapi error #3489792023 (0xD0020017, the
+ * HRESULT of RPC_NT_SERVER_UNAVAILABLE 0xC0020017), with the event text below.
+ */
+export const CCG_WINAPI_ERROR = 3489792023;
+export const CCG_EVENT_TEXT = 'The RPC server is unavailable. (0xC0020017)';

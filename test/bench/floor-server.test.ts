@@ -1,0 +1,116 @@
+import { expect } from 'chai';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
+import { startFloorServer, type FloorServer } from '../../bench/floor-server.js';
+import { parseVmRssKiB, readRssKiB } from '../../bench/runtime-process.js';
+
+describe('bench floor server', () => {
+  let dir: string;
+  let floor: FloorServer;
+  let cri: CriClient;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'bench-floor-test-'));
+    floor = await startFloorServer(join(dir, 'floor.sock'));
+    cri = createCriClient(floor.endpoint);
+  });
+  after(async () => {
+    cri.close();
+    await floor.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers Version with all four fields set, as crictl requires', async () => {
+    const v = await unaryCall(cri.runtime, 'Version', {});
+    expect(v.version).to.not.equal('');
+    expect(v.runtime_name).to.equal('floor');
+    expect(v.runtime_version).to.not.equal('');
+    expect(v.runtime_api_version).to.equal('v1');
+  });
+
+  it('hands out distinct 64-hex ids for sandboxes and containers', async () => {
+    const a = await unaryCall(cri.runtime, 'RunPodSandbox', { config: { metadata: { name: 'p', uid: 'u', namespace: 'n' } } });
+    const b = await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: a.pod_sandbox_id, config: { metadata: { name: 'c' } } });
+    expect(a.pod_sandbox_id).to.match(/^[0-9a-f]{64}$/);
+    expect(b.container_id).to.match(/^[0-9a-f]{64}$/);
+    expect(a.pod_sandbox_id).to.not.equal(b.container_id);
+  });
+
+  it('answers ExecSync with exit code 0 and output, and counts calls per method', async () => {
+    const before = floor.calls('ExecSync');
+    const r = await unaryCall(cri.runtime, 'ExecSync', { container_id: 'x', cmd: ['whoami'], timeout: 1 });
+    expect(r.exit_code).to.equal(0);
+    expect(Buffer.from(r.stdout).toString()).to.contain('webapplication1');
+    expect(floor.calls('ExecSync')).to.equal(before + 1);
+  });
+
+  it('serves a response set for a method, such as a captured list', async () => {
+    const containers = Array.from({ length: 3 }, (_, i) => ({
+      id: String(i).padStart(64, '0'),
+      pod_sandbox_id: 'p',
+      metadata: { name: `c${i}`, attempt: 0 },
+      state: 1,
+      created_at: '1700000000000000000',
+      labels: { 'io.kubernetes.pod.name': 'p' },
+    }));
+    floor.setResponse('ListContainers', { containers });
+    const r = await unaryCall(cri.runtime, 'ListContainers', { filter: {} });
+    expect(r.containers.map((c) => c.metadata?.name)).to.deep.equal(['c0', 'c1', 'c2']);
+    expect(r.containers[2].created_at).to.equal('1700000000000000000');
+  });
+
+  it('serves the image service on the same socket', async () => {
+    const r = await unaryCall(cri.image, 'PullImage', { image: { image: 'x' } });
+    expect(r.image_ref).to.match(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it('removes its socket on close', async () => {
+    const socket = join(dir, 'second.sock');
+    const second = await startFloorServer(socket);
+    expect(existsSync(socket)).to.equal(true);
+    await second.close();
+    expect(existsSync(socket)).to.equal(false);
+  });
+});
+
+describe('bench runtime memory probe', () => {
+  it('reads VmRSS in KiB from /proc/<pid>/status text', () => {
+    expect(parseVmRssKiB('Name:\tnode\nVmPeak:\t  100 kB\nVmRSS:\t   51234 kB\nVmData:\t 1 kB\n')).to.equal(51234);
+    expect(() => parseVmRssKiB('Name:\tnode\n')).to.throw(/VmRSS/);
+  });
+
+  it('reads the resident memory of a live process', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const kib = await readRssKiB(process.pid);
+    expect(kib).to.be.above(1000);
+  });
+});
+
+describe('bench floor server in its own process', () => {
+  it('serves from a child process, takes responses over IPC, and exits on close', async () => {
+    const { startFloorProcess } = await import('../../bench/floor-process.js');
+    const dir = mkdtempSync(join(tmpdir(), 'bench-floor-proc-test-'));
+    const floor = await startFloorProcess(join(dir, 'floor.sock'));
+    const cri = createCriClient(floor.endpoint);
+    try {
+      expect(floor.pid).to.not.equal(process.pid);
+      await floor.setResponse('ListPodSandbox', { items: [{ id: 'a'.repeat(64), metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 }, state: 0, created_at: '1' }] });
+      const r = await unaryCall(cri.runtime, 'ListPodSandbox', { filter: {} });
+      expect(r.items.map((i) => i.id)).to.deep.equal(['a'.repeat(64)]);
+    } finally {
+      cri.close();
+      await floor.close();
+    }
+    let alive = true;
+    try {
+      process.kill(floor.pid, 0);
+    } catch {
+      alive = false;
+    }
+    expect(alive).to.equal(false);
+    expect(existsSync(join(dir, 'floor.sock'))).to.equal(false);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

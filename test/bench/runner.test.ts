@@ -1,0 +1,59 @@
+import { expect } from 'chai';
+import { runConcurrently } from '../../bench/runner.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('bench concurrency runner', () => {
+  it('runs exactly maxIterations iterations, each index once, with at most `concurrency` in flight', async () => {
+    const seen: number[] = [];
+    let inFlight = 0;
+    let peak = 0;
+    const outcome = await runConcurrently({ concurrency: 4, maxIterations: 25, maxDurationMs: 10000 }, async (_w, i) => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      await sleep(2);
+      seen.push(i);
+      inFlight--;
+    });
+    expect(outcome.completed).to.equal(25);
+    expect(outcome.failed).to.equal(0);
+    expect(outcome.stoppedBy).to.equal('iterations');
+    expect([...seen].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 25 }, (_, i) => i));
+    expect(peak).to.equal(4);
+  });
+
+  it('stops starting iterations when the time budget is spent', async () => {
+    const outcome = await runConcurrently({ concurrency: 2, maxIterations: 1_000_000, maxDurationMs: 100 }, () => sleep(10));
+    expect(outcome.stoppedBy).to.equal('time');
+    expect(outcome.completed).to.be.within(4, 40);
+    expect(outcome.elapsedMs).to.be.below(400);
+  });
+
+  it('abandons the run after maxFailures and keeps distinct error messages', async () => {
+    const outcome = await runConcurrently({ concurrency: 3, maxIterations: 1000, maxDurationMs: 10000, maxFailures: 5 }, async (_w, i) => {
+      await sleep(1);
+      throw new Error(`failure ${i % 2}`);
+    });
+    expect(outcome.stoppedBy).to.equal('failures');
+    expect(outcome.failed).to.be.within(5, 7);
+    expect(outcome.completed).to.equal(0);
+    expect([...outcome.errors].sort()).to.deep.equal(['failure 0', 'failure 1']);
+  });
+
+  it('refuses bounds that would not terminate or make no sense', async () => {
+    for (const bounds of [
+      { concurrency: 0, maxIterations: 1, maxDurationMs: 1 },
+      { concurrency: 1, maxIterations: 0, maxDurationMs: 1 },
+      { concurrency: 1, maxIterations: 1, maxDurationMs: 0 },
+      { concurrency: 1.5, maxIterations: 1, maxDurationMs: 1 },
+    ]) {
+      let caught: unknown;
+      try {
+        await runConcurrently(bounds, async () => {});
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught, JSON.stringify(bounds)).to.be.instanceOf(RangeError);
+    }
+  });
+});

@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { createCriClient, unaryCall } from '../../src/cri/proto.js';
+import { cliPath } from '../support/paths.js';
+import { READY_TEXT, startRuntime, type RuntimeHandle } from '../support/runtime.js';
+
+/** Runs the CLI to completion (bounded by a timeout) and returns its exit code and output. */
+function runCli(args: string[], timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`cri-winsim ${args.join(' ')} did not exit within ${timeoutMs} ms; output:\n${output}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('cri-winsim runtime (command)', () => {
+  let runtime: RuntimeHandle | undefined;
+
+  afterEach(async () => {
+    await runtime?.stop();
+    runtime = undefined;
+  });
+
+  it('logs one ready line with the endpoint, serves CRI, and exits 0 on SIGTERM removing the socket', async () => {
+    runtime = await startRuntime();
+    const ready = runtime.output().split('\n').filter((line) => line.includes(READY_TEXT));
+    expect(ready).to.have.lengthOf(1);
+    const parsed = JSON.parse(ready[0]!) as { msg: string; endpoint: string };
+    expect(parsed.msg).to.equal(READY_TEXT);
+    expect(parsed.endpoint).to.equal(runtime.endpoint);
+
+    const cri = createCriClient(runtime.endpoint);
+    try {
+      const version = await unaryCall(cri.runtime, 'Version', {});
+      expect(version.runtime_api_version).to.equal('v1');
+    } finally {
+      cri.close();
+    }
+    const exit = await runtime.stop();
+    expect(exit).to.deep.include({ code: 0, signal: null, killed: false, socketLeft: false });
+  });
+
+  it('exits 0 on SIGINT as well', async () => {
+    runtime = await startRuntime();
+    process.kill(runtime.pid, 'SIGINT');
+    const exit = await runtime.stop();
+    expect(exit.code).to.equal(0);
+    expect(exit.socketLeft).to.equal(false);
+  });
+
+  it('refuses to start on a socket a live runtime serves, leaving that one running', async () => {
+    runtime = await startRuntime();
+    const second = await runCli(['runtime', '--listen', runtime.endpoint, '--state-dir', join(runtime.dir, 'second-state')]);
+    expect(second.code).to.equal(1);
+    expect(second.output).to.include(`another server is already listening on ${runtime.endpoint}`);
+    expect(runtime.running()).to.equal(true);
+    const cri = createCriClient(runtime.endpoint);
+    try {
+      expect((await unaryCall(cri.runtime, 'Version', {})).runtime_api_version).to.equal('v1');
+    } finally {
+      cri.close();
+    }
+  });
+
+  it('refuses a non-unix endpoint and a non-loopback metrics address with messages naming them', async () => {
+    const tcp = await runCli(['runtime', '--listen', 'tcp://127.0.0.1:10010', '--state-dir', '/nonexistent-state']);
+    expect(tcp.code).to.equal(1);
+    expect(tcp.output).to.include('CRI endpoint "tcp://127.0.0.1:10010" is not supported');
+    const metrics = await runCli(['runtime', '--listen', 'unix:///nonexistent/cri.sock', '--metrics-addr', '0.0.0.0:9090']);
+    expect(metrics.code).to.equal(1);
+    expect(metrics.output).to.include('--metrics-addr "0.0.0.0:9090": host must be a loopback address');
+  });
+});

@@ -1,0 +1,156 @@
+import { expect } from 'chai';
+import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
+import { formatFieldError } from '../../src/kubelet/field-errors.js';
+import { validatePod, validateWindowsOptions } from '../../src/kubelet/validation.js';
+
+const path = 'spec.containers[0].securityContext.windowsOptions';
+const messages = (options: V1WindowsSecurityContextOptions): string[] => validateWindowsOptions(options, path).map(formatFieldError);
+const userNameError = (value: string, detail: string): string => `${path}.runAsUserName: Invalid value: ${JSON.stringify(value)}: ${detail}`;
+
+describe('windowsOptions validation (validateWindowsSecurityContextOptions)', () => {
+  const subdomainDetail =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  const cases: { name: string; options: V1WindowsSecurityContextOptions; expected: string[] }[] = [
+    { name: 'valid name, spec and domain user', options: { gmsaCredentialSpecName: 'webapplication1', gmsaCredentialSpec: '{}', runAsUserName: 'DEMO\\WebApp' }, expected: [] },
+    { name: 'user without domain', options: { runAsUserName: 'ContainerUser' }, expected: [] },
+    { name: 'DNS domain', options: { runAsUserName: 'contoso.com\\svc-web' }, expected: [] },
+    { name: 'NetBIOS domain with a space', options: { runAsUserName: 'NT AUTHORITY\\NETWORK SERVICE' }, expected: [] },
+    {
+      name: 'gmsaCredentialSpecName must be a DNS-1123 subdomain',
+      options: { gmsaCredentialSpecName: 'WebApplication1' },
+      expected: [`${path}.gmsaCredentialSpecName: Invalid value: "WebApplication1": ${subdomainDetail}`],
+    },
+    {
+      name: 'gmsaCredentialSpecName longer than 253',
+      options: { gmsaCredentialSpecName: 'a'.repeat(254) },
+      expected: [`${path}.gmsaCredentialSpecName: Invalid value: "${'a'.repeat(254)}": must be no more than 253 characters`],
+    },
+    { name: 'empty gmsaCredentialSpec', options: { gmsaCredentialSpec: '' }, expected: [`${path}.gmsaCredentialSpec: Invalid value: "": gmsaCredentialSpec cannot be an empty string`] },
+    { name: 'gmsaCredentialSpec of exactly 64 KiB is accepted', options: { gmsaCredentialSpec: 'x'.repeat(65536) }, expected: [] },
+    {
+      name: 'gmsaCredentialSpec over 64 KiB',
+      options: { gmsaCredentialSpec: 'x'.repeat(65537) },
+      expected: [`${path}.gmsaCredentialSpec: Invalid value: "${'x'.repeat(65537)}": gmsaCredentialSpec size must be under 64 KiB`],
+    },
+    { name: 'empty runAsUserName', options: { runAsUserName: '' }, expected: [userNameError('', 'runAsUserName cannot be an empty string')] },
+    { name: 'control characters (and nothing else is checked)', options: { runAsUserName: 'a\tb\\c\\d' }, expected: [userNameError('a\tb\\c\\d', 'runAsUserName cannot contain control characters')] },
+    { name: 'more than one backslash (and nothing else is checked)', options: { runAsUserName: 'a\\b\\' }, expected: [userNameError('a\\b\\', 'runAsUserName cannot contain more than one backslash')] },
+    {
+      name: 'domain of 256 bytes is too long and matches neither format',
+      options: { runAsUserName: `${'d'.repeat(256)}\\user` },
+      expected: [
+        userNameError(`${'d'.repeat(256)}\\user`, "runAsUserName's Domain length must be under 256 characters"),
+        userNameError(`${'d'.repeat(256)}\\user`, "runAsUserName's Domain doesn't match the NetBios nor the DNS format"),
+      ],
+    },
+    { name: 'domain starting with a dot', options: { runAsUserName: '.demo\\user' }, expected: [userNameError('.demo\\user', "runAsUserName's Domain doesn't match the NetBios nor the DNS format")] },
+    { name: 'empty domain before the backslash', options: { runAsUserName: '\\user' }, expected: [userNameError('\\user', "runAsUserName's Domain doesn't match the NetBios nor the DNS format")] },
+    { name: 'empty user after the backslash', options: { runAsUserName: 'DEMO\\' }, expected: [userNameError('DEMO\\', "runAsUserName's User cannot be empty")] },
+    {
+      name: 'user longer than 104 bytes',
+      options: { runAsUserName: 'u'.repeat(105) },
+      expected: [userNameError('u'.repeat(105), "runAsUserName's User length must not be longer than 104 characters")],
+    },
+    {
+      name: 'length is counted in bytes: 53 two-byte characters are too long',
+      options: { runAsUserName: 'é'.repeat(53) },
+      expected: [userNameError('é'.repeat(53), "runAsUserName's User length must not be longer than 104 characters")],
+    },
+    { name: 'user of only periods and spaces', options: { runAsUserName: 'DEMO\\. .' }, expected: [userNameError('DEMO\\. .', "runAsUserName's User cannot contain only periods or spaces")] },
+    ...['"', '/', ':', ';', '|', '=', ',', '+', '*', '?', '<', '>', '@', '[', ']'].map((ch) => ({
+      name: `user containing ${ch}`,
+      options: { runAsUserName: `web${ch}app` },
+      expected: [userNameError(`web${ch}app`, `runAsUserName's User cannot contain the following characters: "/\\:;|=,+*?<>@[]`)],
+    })),
+    {
+      name: 'every field wrong at once: all errors, in order',
+      options: { gmsaCredentialSpecName: 'Bad_Name', gmsaCredentialSpec: '', runAsUserName: 'DEMO\\' },
+      expected: [
+        `${path}.gmsaCredentialSpecName: Invalid value: "Bad_Name": ${subdomainDetail}`,
+        `${path}.gmsaCredentialSpec: Invalid value: "": gmsaCredentialSpec cannot be an empty string`,
+        userNameError('DEMO\\', "runAsUserName's User cannot be empty"),
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(messages(c.options)).to.deep.equal(c.expected);
+    });
+  }
+});
+
+const container = (name: string, hostProcess?: boolean): V1Container => ({
+  name,
+  image: 'mcr.microsoft.com/windows/nanoserver:ltsc2022',
+  ...(hostProcess === undefined ? {} : { securityContext: { windowsOptions: { hostProcess } } }),
+});
+const pod = (spec: Partial<V1Pod['spec']> & { containers: V1Container[] }): V1Pod => ({ metadata: { name: 'web', namespace: 'default' }, spec });
+const podErrors = (p: V1Pod, allowPrivileged = true): string[] => validatePod(p, { allowPrivileged }).map(formatFieldError);
+
+describe('hostProcess validation (validateWindowsHostProcessPod)', () => {
+  const cases: { name: string; pod: V1Pod; allowPrivileged?: boolean; expected: string[] }[] = [
+    { name: 'all HostProcess with hostNetwork', pod: pod({ hostNetwork: true, securityContext: { windowsOptions: { hostProcess: true } }, containers: [container('a'), container('b')] }), expected: [] },
+    {
+      name: 'container disagrees with the pod while another inherits it',
+      pod: pod({ hostNetwork: true, securityContext: { windowsOptions: { hostProcess: true } }, containers: [container('a', false), container('b')] }),
+      expected: [
+        'spec.containers[0].securityContext.windowsOptions.hostProcess: Invalid value: false: pod hostProcess value must be identical if both are specified, was true',
+        'spec: Invalid value: "": If pod contains any hostProcess containers then all containers must be HostProcess containers',
+      ],
+    },
+    {
+      name: 'container disagrees with the pod and is the only one: only the mismatch',
+      pod: pod({ hostNetwork: true, securityContext: { windowsOptions: { hostProcess: true } }, containers: [container('a', false)] }),
+      expected: ['spec.containers[0].securityContext.windowsOptions.hostProcess: Invalid value: false: pod hostProcess value must be identical if both are specified, was true'],
+    },
+    {
+      name: 'one HostProcess container among others',
+      pod: pod({ hostNetwork: true, containers: [container('a', true), container('b')] }),
+      expected: ['spec: Invalid value: "": If pod contains any hostProcess containers then all containers must be HostProcess containers'],
+    },
+    {
+      name: 'init containers count',
+      pod: pod({ hostNetwork: true, initContainers: [container('init')], containers: [container('a', true)] }),
+      expected: ['spec: Invalid value: "": If pod contains any hostProcess containers then all containers must be HostProcess containers'],
+    },
+    {
+      name: 'hostNetwork missing',
+      pod: pod({ containers: [container('a', true)] }),
+      expected: ['spec.hostNetwork: Invalid value: false: hostNetwork must be true if pod contains any hostProcess containers'],
+    },
+    {
+      name: 'disallowed by cluster policy without --allow-privileged',
+      pod: pod({ hostNetwork: true, containers: [container('a', true)] }),
+      allowPrivileged: false,
+      expected: ['spec: Forbidden: hostProcess containers are disallowed by cluster policy'],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(podErrors(c.pod, c.allowPrivileged)).to.deep.equal(c.expected);
+    });
+  }
+});
+
+describe('pod validation (the fields the node path relies on)', () => {
+  const cases: { name: string; pod: V1Pod; expected: string[] }[] = [
+    { name: 'a minimal pod is valid', pod: pod({ containers: [container('a')] }), expected: [] },
+    { name: 'no name', pod: { metadata: {}, spec: { containers: [container('a')] } }, expected: ['metadata.name: Required value: name or generateName is required'] },
+    { name: 'no containers', pod: pod({ containers: [] }), expected: ['spec.containers: Required value'] },
+    { name: 'container without name or image', pod: pod({ containers: [{ name: '' }] }), expected: ['spec.containers[0].name: Required value', 'spec.containers[0].image: Required value'] },
+    { name: 'duplicate container names (init and regular share one namespace)', pod: pod({ containers: [container('a')], initContainers: [container('a')] }), expected: ['spec.initContainers[0].name: Duplicate value: "a"'] },
+    {
+      name: 'windowsOptions checked at pod and container level with their paths',
+      pod: pod({ securityContext: { windowsOptions: { runAsUserName: '' } }, containers: [{ ...container('a'), securityContext: { windowsOptions: { gmsaCredentialSpec: '' } } }] }),
+      expected: [
+        'spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpec: Invalid value: "": gmsaCredentialSpec cannot be an empty string',
+        'spec.securityContext.windowsOptions.runAsUserName: Invalid value: "": runAsUserName cannot be an empty string',
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(podErrors(c.pod)).to.deep.equal(c.expected);
+    });
+  }
+});

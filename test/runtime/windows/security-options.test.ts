@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { RuntimeError } from '../../../src/runtime/errors.js';
+import { CredentialSpecHandoff } from '../../../src/runtime/windows/credential-spec-handoff.js';
+import { credentialSpecFromSecurityOptions, type SecurityOptionContext } from '../../../src/runtime/windows/security-options.js';
+
+describe("security options (moby's credentialspec= rules)", () => {
+  let stateDir: string;
+  let context: SecurityOptionContext;
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'winsim-secopt-'));
+    const handoff = await CredentialSpecHandoff.open(stateDir);
+    context = { containerId: 'c1', credentialSpecDirectory: handoff.directory, registry: handoff.registry };
+    await writeFile(join(handoff.directory, 'WebApplication1.json'), '{"from":"file"}');
+    await mkdir(join(handoff.directory, 'sub'));
+    await writeFile(join(handoff.directory, 'sub', 'spec.json'), '{"from":"sub"}');
+  });
+  afterEach(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  async function rejection(options: string[], ctx = context): Promise<RuntimeError> {
+    const outcome = await credentialSpecFromSecurityOptions(options, ctx).then(
+      () => undefined,
+      (err: unknown) => err as RuntimeError,
+    );
+    if (outcome === undefined) throw new Error('expected the security options to be rejected');
+    expect(outcome).to.be.instanceOf(RuntimeError);
+    expect(outcome.code).to.equal('InvalidArgument');
+    return outcome;
+  }
+
+  const accepted: Array<[string, string[], string | undefined]> = [
+    ['file:// relative to the credential spec directory', ['credentialspec=file://WebApplication1.json'], '{"from":"file"}'],
+    ['a case-insensitive key and scheme', ['CredentialSpec=FILE://WebApplication1.json'], '{"from":"file"}'],
+    ['a path that cleans to inside the directory', ['credentialspec=file://sub/../sub/./spec.json'], '{"from":"sub"}'],
+    ['Windows separators', ['credentialspec=file://sub\\spec.json'], '{"from":"sub"}'],
+    ['a rooted path without a drive (joined, as on Windows)', ['credentialspec=file://\\WebApplication1.json'], '{"from":"file"}'],
+    ['raw:// verbatim', ['credentialspec=raw://{"a": 1}'], '{"a": 1}'],
+    ['the last of several options', ['credentialspec=raw://{"first":1}', 'credentialspec=file://WebApplication1.json'], '{"from":"file"}'],
+    ['no options', [], undefined],
+  ];
+  for (const [name, options, expected] of accepted) {
+    it(`accepts ${name}`, async () => {
+      expect(await credentialSpecFromSecurityOptions(options, context)).to.equal(expected);
+    });
+  }
+
+  const invalidOption =
+    "invalid credential spec security option - value must be prefixed by 'file://', 'registry://', or 'raw://' followed by a non-empty value";
+  const rejected: Array<[string, string[], string | ((ctx: SecurityOptionContext) => string)]> = [
+    ['an option without =', ['credentialspec'], 'invalid security option: no equals sign in supplied value credentialspec'],
+    ['another option', ['seccomp=unconfined'], 'security option not supported: seccomp'],
+    ['a value without a scheme', ['credentialspec=WebApplication1.json'], invalidOption],
+    ['an empty value after the scheme', ['credentialspec=file://'], invalidOption],
+    ['an unknown scheme', ['credentialspec=http://x'], invalidOption],
+    ['config:// outside swarm', ['credentialspec=config://abc'], invalidOption],
+    ['an absolute path', ['credentialspec=file://C:\\ProgramData\\docker\\CredentialSpecs\\x.json'], 'invalid credential spec - file:// path cannot be absolute'],
+    ['a UNC path', ['credentialspec=file://\\\\server\\share\\x.json'], 'invalid credential spec - file:// path cannot be absolute'],
+    ['traversal out of the directory', ['credentialspec=file://..\\registry\\registry.json'], (ctx) => `invalid credential spec - file:// path must be under ${ctx.credentialSpecDirectory}`],
+    ['traversal to a sibling with the same prefix', ['credentialspec=file://../CredentialSpecsX/a.json'], (ctx) => `invalid credential spec - file:// path must be under ${ctx.credentialSpecDirectory}`],
+    ['a valid option followed by a bad one', ['credentialspec=raw://{}', 'apparmor=x'], 'security option not supported: apparmor'],
+  ];
+  for (const [name, options, message] of rejected) {
+    it(`rejects ${name} with moby's text`, async () => {
+      const err = await rejection(options);
+      expect(err.message).to.equal(typeof message === 'function' ? message(context) : message);
+    });
+  }
+
+  it('reports an unreadable file with moby\'s text and the Windows reason', async () => {
+    const err = await rejection(['credentialspec=file://missing.json']);
+    const full = join(context.credentialSpecDirectory, 'missing.json');
+    expect(err.message).to.equal(
+      `credential spec for container c1 could not be read from file ${JSON.stringify(full)}: open ${full}: The system cannot find the file specified.`,
+    );
+  });
+
+  it('keeps a relative state dir relative in messages', async () => {
+    const given = relative(process.cwd(), context.credentialSpecDirectory);
+    const err = await rejection(['credentialspec=file://../x.json'], { ...context, credentialSpecDirectory: given });
+    expect(err.message).to.equal(`invalid credential spec - file:// path must be under ${given}`);
+  });
+});
