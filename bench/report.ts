@@ -46,6 +46,8 @@ export interface ListComparison {
   runtime: LatencySummary;
   floor: LatencySummary;
   ratios: LatencyRatios;
+  /** Mean time inside the runtime's handler (from its metrics, with --metrics): the rest is wire and client. */
+  runtimeHandlerMeanMs?: number;
 }
 
 export interface TargetCheck {
@@ -71,7 +73,10 @@ export interface BenchReport {
   };
   bounds: Record<string, number | number[] | string>;
   runtime: {
+    /** Spawn to the ready line, first start. */
     startupMs: number;
+    /** Every start in the run (the list scenarios use a fresh runtime). */
+    startupSamplesMs: number[];
     rssAtStartKiB: number;
     memory: { liveContainers: number; rssBeforeKiB: number; rssAfterKiB: number; bytesPerContainer: number }[];
   };

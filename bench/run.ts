@@ -4,7 +4,7 @@
  * same run. Writes bench/results/bench-results.json and two SVG charts.
  *
  *   node dist/bench/run.js [--quick] [--seconds 6] [--concurrency 1,16,64]
- *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--skip-lists] [--cpu-prof] [--metrics] [--out DIR] [--cli PATH]
+ *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--skip-lists] [--cpu-prof] [--metrics] [--runtime-log-level L] [--out DIR] [--cli PATH]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -27,6 +27,8 @@ import {
   type TargetCheck,
 } from './report.js';
 import { LatencyRecorder, summarize } from './stats.js';
+import { meanHandlerMs, scrapeHandlerTotals } from './scrape.js';
+import { operationType } from '../src/cri/metrics.js';
 import { LIFECYCLE_RPCS, addLivePods, podLifecycle, pullBenchImage } from './workload.js';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -43,6 +45,8 @@ interface Settings {
   cpuProf: boolean;
   /** Run the runtime with --metrics-addr 127.0.0.1:0 (measures the metrics' cost). */
   metrics: boolean;
+  /** --log-level for the runtime; undefined keeps the runtime's default (info). */
+  runtimeLogLevel: string | undefined;
   out: string;
   /** The CLI to start as the runtime (default: this package's dist/src/cli.js); lets two builds be compared. */
   cli: string;
@@ -71,6 +75,7 @@ function parseSettings(argv: string[]): Settings {
       'skip-lists': { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
       metrics: { type: 'boolean', default: false },
+      'runtime-log-level': { type: 'string' },
       out: { type: 'string' },
       cli: { type: 'string' },
     },
@@ -90,6 +95,7 @@ function parseSettings(argv: string[]): Settings {
     lists: values['skip-lists'] !== true,
     cpuProf: values['cpu-prof'] === true,
     metrics: values.metrics === true,
+    runtimeLogLevel: values['runtime-log-level'],
     out: resolve(values.out ?? join(PACKAGE_ROOT, 'bench', 'results')),
     cli: resolve(values.cli ?? join(PACKAGE_ROOT, 'dist', 'src', 'cli.js')),
     maxPods: 20000,
@@ -240,14 +246,22 @@ async function main(): Promise<void> {
   try {
     floor = await startFloorProcess(join(work, 'floor.sock'));
     const profileDir = join(settings.out, 'profiles');
-    runtime = await startRuntime({
-      cliPath: settings.cli,
-      socketPath: join(work, 'runtime.sock'),
-      stateDir: join(work, 'state'),
-      nodeArgs: settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
-      runtimeArgs: settings.metrics ? ['--metrics-addr', '127.0.0.1:0'] : [],
-    });
+    const launch = async (name: string): Promise<RuntimeProcess> =>
+      startRuntime({
+        cliPath: settings.cli,
+        socketPath: join(work, `${name}.sock`),
+        stateDir: join(work, `${name}-state`),
+        nodeArgs: settings.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+        // Above info the runtime does not print its ready line: watch the socket instead.
+        probeSocket: settings.runtimeLogLevel !== undefined && !['info', 'debug', 'trace'].includes(settings.runtimeLogLevel),
+        runtimeArgs: [
+          ...(settings.metrics ? ['--metrics-addr', '127.0.0.1:0'] : []),
+          ...(settings.runtimeLogLevel !== undefined ? ['--log-level', settings.runtimeLogLevel] : []),
+        ],
+      });
+    runtime = await launch('runtime');
     const rssAtStartKiB = await runtime.rssKiB();
+    const startupSamplesMs = [round(runtime.startupMs)];
     log(`runtime pid ${runtime.pid} ready in ${runtime.startupMs.toFixed(0)} ms, RSS ${rssAtStartKiB} KiB`);
     ours = createCriClient(runtime.endpoint);
     base = createCriClient(floor.endpoint);
@@ -277,8 +291,9 @@ async function main(): Promise<void> {
         listIterations: settings.listIterations,
         listSeconds: settings.listSeconds,
         runtimeMetrics: settings.metrics ? 'on (--metrics-addr 127.0.0.1:0)' : 'off',
+        runtimeLogLevel: settings.runtimeLogLevel ?? 'default (info)',
       },
-      runtime: { startupMs: round(runtime.startupMs), rssAtStartKiB, memory: [] },
+      runtime: { startupMs: round(runtime.startupMs), startupSamplesMs, rssAtStartKiB, memory: [] },
       lifecycle: [],
       lists: [],
       kubelet: { status: 'not measured in this run' },
@@ -320,6 +335,15 @@ async function main(): Promise<void> {
     }
 
     if (settings.lists) {
+      // A fresh runtime for the lists: its RSS before any object is the baseline of the memory
+      // per live pod, untouched by the garbage of the lifecycle runs. Also a second start-up sample.
+      ours.close();
+      const stopped = await runtime.stop();
+      if (settings.cpuProf) notes.push(`lifecycle runtime exited: code ${stopped.code}, signal ${stopped.signal}`);
+      runtime = await launch('lists');
+      startupSamplesMs.push(round(runtime.startupMs));
+      ours = createCriClient(runtime.endpoint);
+      await pullBenchImage(ours, CALL);
       let live = 0;
       const rssBeforeKiB = await runtime.rssKiB();
       for (const size of [...settings.listSizes].sort((a, b) => a - b)) {
@@ -342,10 +366,23 @@ async function main(): Promise<void> {
               : await unaryCall(ours.runtime, 'ListPodSandbox', { filter: {} }, CALL);
           const items = 'containers' in captured ? captured.containers.length : captured.items.length;
           await floor.setResponse(operation, captured);
+          const metricsUrl = runtime.metricsUrl();
+          const opType = operationType(operation);
+          const before = metricsUrl ? await scrapeHandlerTotals(metricsUrl, opType) : undefined;
           const r = await timeList(ours, operation, settings);
+          const after = metricsUrl ? await scrapeHandlerTotals(metricsUrl, opType) : undefined;
           const f = await timeList(base, operation, settings);
-          report.lists.push({ operation, liveObjects: size, itemsReturned: items, runtime: r, floor: f, ratios: compareLatency(r, f) });
-          log(`  ${operation} over ${size} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}`);
+          const handlerMs = before && after ? meanHandlerMs(before, after) : null;
+          report.lists.push({
+            operation,
+            liveObjects: size,
+            itemsReturned: items,
+            runtime: r,
+            floor: f,
+            ratios: compareLatency(r, f),
+            ...(handlerMs !== null ? { runtimeHandlerMeanMs: round(handlerMs) } : {}),
+          });
+          log(`  ${operation} over ${size} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}${handlerMs !== null ? ` | in the runtime's handler ${fmt(handlerMs)} ms` : ''}`);
         }
       }
     }

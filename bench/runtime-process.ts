@@ -1,6 +1,7 @@
 /** Starts the runtime as a child process, as a user would, and watches its readiness and memory. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import { unixEndpoint } from '../src/cri/endpoint.js';
 
 /** The line the runtime logs once its socket accepts calls. */
@@ -18,6 +19,11 @@ export interface RuntimeProcessOptions {
   /** Environment additions (e.g. CRI_WINSIM_LOG_LEVEL). */
   env?: Record<string, string>;
   readyTimeoutMs?: number;
+  /**
+   * Also count the runtime ready once its socket accepts a connection (polled every 25 ms). For
+   * log levels above info, where the ready line is not printed.
+   */
+  probeSocket?: boolean;
 }
 
 export interface RuntimeProcess {
@@ -27,6 +33,8 @@ export interface RuntimeProcess {
   readonly startupMs: number;
   /** Resident set size of the runtime process in KiB (VmRSS of /proc/<pid>/status). */
   rssKiB(): Promise<number>;
+  /** The metrics URL the runtime logged ("serving metrics"), when it was started with --metrics-addr. */
+  metricsUrl(): string | undefined;
   /** The last lines the runtime wrote, for error reports. */
   recentOutput(): string;
   /** SIGTERM, then SIGKILL after graceMs; resolves once the process has exited. */
@@ -34,6 +42,7 @@ export interface RuntimeProcess {
 }
 
 const KEPT_LINES = 40;
+const METRICS_URL = /"url":"(http:\/\/[^"]+\/metrics)"/;
 
 /** VmRSS in KiB from the text of /proc/<pid>/status. */
 export function parseVmRssKiB(statusText: string): number {
@@ -66,6 +75,7 @@ export async function startRuntime(options: RuntimeProcessOptions): Promise<Runt
   const pid = child.pid;
 
   const lines: string[] = [];
+  let metricsUrl: string | undefined;
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const exitPromise = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -88,6 +98,7 @@ export async function startRuntime(options: RuntimeProcessOptions): Promise<Runt
       partial = parts.pop() ?? '';
       for (const line of parts) {
         if (line.includes(READY_TEXT)) readyResolve(performance.now() - started);
+        if (metricsUrl === undefined) metricsUrl = METRICS_URL.exec(line)?.[1];
         lines.push(line);
         if (lines.length > KEPT_LINES) lines.shift();
       }
@@ -95,6 +106,23 @@ export async function startRuntime(options: RuntimeProcessOptions): Promise<Runt
   };
   watch(child.stdout);
   watch(child.stderr);
+
+  let probing = options.probeSocket === true;
+  if (probing) {
+    const poll = (): void => {
+      if (!probing) return;
+      const socket = createConnection({ path: options.socketPath });
+      socket.once('connect', () => {
+        socket.destroy();
+        readyResolve(performance.now() - started);
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (probing) setTimeout(poll, 25);
+      });
+    };
+    poll();
+  }
 
   const timeoutMs = options.readyTimeoutMs ?? 15000;
   let timer: NodeJS.Timeout | undefined;
@@ -106,6 +134,7 @@ export async function startRuntime(options: RuntimeProcessOptions): Promise<Runt
     }),
   ]);
   clearTimeout(timer);
+  probing = false;
 
   const stop = async (graceMs = 10000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> => {
     if (exited) return exited;
@@ -127,6 +156,7 @@ export async function startRuntime(options: RuntimeProcessOptions): Promise<Runt
     endpoint: unixEndpoint(options.socketPath),
     startupMs: outcome.ms,
     rssKiB: () => readRssKiB(pid),
+    metricsUrl: () => metricsUrl,
     recentOutput: () => lines.join('\n'),
     stop,
   };

@@ -1,10 +1,9 @@
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import type { CriBackend } from '../cri/backend.js';
 import { parseMetricsAddress, RuntimeMetrics, type MetricsEndpoint } from '../cri/metrics.js';
-import { unixSocketPath } from '../cri/endpoint.js';
-import { CriServer } from '../cri/server.js';
+import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type Logger } from '../log.js';
+import type { NodeRuntime } from '../runtime/node-runtime.js';
 
 export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/cri-winsim';
@@ -23,26 +22,18 @@ export interface RuntimeCommandOptions {
   logLevel: string;
 }
 
-/** What the command needs of the runtime: the CRI methods plus close(). */
-interface ServedRuntime extends CriBackend {
-  close(): Promise<void>;
-}
-
-interface RuntimeModule {
-  NodeRuntime: { open(options: Record<string, unknown>): Promise<ServedRuntime> };
-}
-
-async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<ServedRuntime> {
+async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
   // Loaded on demand so `cri-winsim kubelet …` does not load the runtime.
-  const modulePath = '../runtime/node-runtime.js';
-  const { NodeRuntime } = (await import(modulePath)) as RuntimeModule;
+  const { NodeRuntime } = await import('../runtime/node-runtime.js');
   return NodeRuntime.open({
     stateDir: resolve(options.stateDir),
     logger,
-    nodeFile: options.node === undefined ? undefined : resolve(options.node),
-    adMode: options.adMode,
-    credentialSpecTransport: options.credspecTransport,
-    credentialSpecMetrics: metrics?.credentialSpecs,
+    windows: {
+      nodeFile: options.node === undefined ? undefined : resolve(options.node),
+      adMode: options.adMode,
+      credentialSpecTransport: options.credspecTransport,
+      credentialSpecMetrics: metrics?.credentialSpecs,
+    },
   });
 }
 
@@ -51,12 +42,19 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
  * (and metrics when asked), then shuts down gracefully and removes the socket.
  */
 export async function serveRuntime(options: RuntimeCommandOptions): Promise<void> {
-  // Refuse bad addresses before anything is opened or created.
-  unixSocketPath(options.listen);
+  // Refuse bad addresses and a socket another runtime serves before anything is opened or
+  // created (opening the runtime resets its state directory).
+  await assertEndpointFree(options.listen);
   if (options.metricsAddr !== undefined) parseMetricsAddress(options.metricsAddr);
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim' });
-  const metrics = options.metricsAddr === undefined ? undefined : new RuntimeMetrics();
-  const runtime = await openNodeRuntime(options, logger.child({ component: 'runtime' }), metrics);
+  let runtime: NodeRuntime | undefined;
+  const metrics = options.metricsAddr === undefined
+    ? undefined
+    : new RuntimeMetrics({
+        liveSandboxes: () => runtime?.context.sandboxes.size ?? 0,
+        liveContainers: () => runtime?.context.containers.size ?? 0,
+      });
+  runtime = await openNodeRuntime(options, logger.child({ component: 'runtime' }), metrics);
   const server = new CriServer({ runtime, logger: logger.child({ component: 'cri' }), observer: metrics });
   let metricsEndpoint: MetricsEndpoint | undefined;
   let endpoint: string;
@@ -71,21 +69,26 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
     await runtime.close();
     throw err;
   }
-  logger.info({ endpoint }, READY_MESSAGE);
-
-  const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
-    process.once('SIGTERM', () => resolveSignal('SIGTERM'));
-    process.once('SIGINT', () => resolveSignal('SIGINT'));
+  // The first SIGTERM/SIGINT starts a graceful shutdown; a second one means "now". Listening
+  // for them before the ready line, so a signal sent on seeing it is never missed.
+  let received: NodeJS.Signals | undefined;
+  const signal = new Promise<NodeJS.Signals>((resolveSignal) => {
+    const onSignal = (sig: NodeJS.Signals): void => {
+      if (received === undefined) {
+        received = sig;
+        resolveSignal(sig);
+        return;
+      }
+      logger.warn({ signal: sig }, 'second signal during shutdown; exiting now');
+      process.exit(1);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
-  // A second signal during shutdown means "now": exit without waiting.
-  const force = (again: NodeJS.Signals): void => {
-    logger.warn({ signal: again }, 'second signal during shutdown; exiting now');
-    process.exit(1);
-  };
-  process.once('SIGTERM', force);
-  process.once('SIGINT', force);
+  logger.info({ endpoint }, READY_MESSAGE);
+  await signal;
 
-  logger.info({ signal }, 'shutting down');
+  logger.info({ signal: received }, 'shutting down');
   let failed = false;
   for (const [what, stop] of [
     ['CRI server', () => server.close()],

@@ -88,6 +88,24 @@ async function claimSocketPath(path: string, logger: Logger): Promise<void> {
   }
 }
 
+/**
+ * Refuses early, before anything else is opened, when a live server already answers on the
+ * endpoint or the path is taken by something that is not a socket. A stale socket passes (listen
+ * replaces it).
+ */
+export async function assertEndpointFree(endpoint: string): Promise<void> {
+  const path = unixSocketPath(endpoint);
+  let stats;
+  try {
+    stats = await lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!stats.isSocket()) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
+  if ((await probeSocket(path)) === 'live') throw new Error(`another server is already listening on ${unixEndpoint(path)}`);
+}
+
 async function removeSocketFile(path: string): Promise<void> {
   try {
     await unlink(path);

@@ -218,7 +218,6 @@ export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions
   if (typeof kind !== 'string' || !supportedPodKinds.includes(kind)) return fail(notSupported('kind', kind, supportedPodKinds));
 
   let raw: Record<string, unknown>;
-  let ownerName: string | undefined;
   if (kind === 'Pod') {
     raw = object;
   } else {
@@ -229,7 +228,7 @@ export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions
     const shapeErrors = checkShape(object['metadata'], metadataShape, 'metadata');
     if (shapeErrors.length > 0) return fail(...shapeErrors);
     const owner = (object['metadata'] ?? {}) as V1ObjectMeta;
-    ownerName = owner.name;
+    const ownerName = owner.name;
     if (ownerName === undefined || ownerName === '') return fail(required('metadata.name', 'name or generateName is required'));
     const templateMeta = (template.metadata ?? {}) as V1ObjectMeta;
     raw = {
@@ -252,6 +251,10 @@ export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions
 
   const metadata = normaliseMetadata(raw['metadata'] as V1ObjectMeta | undefined);
   metadata.namespace = metadata.namespace || options.defaultNamespace || 'default';
+  if (!metadata.name && metadata.generateName) {
+    // The API server appends 5 random characters; a stable suffix keeps reruns idempotent.
+    metadata.name = `${metadata.generateName}${stableSuffix(`${doc.source.file}#${doc.source.document}`)}`;
+  }
   const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: raw['spec'] as V1Pod['spec'] };
 
   const validationErrors = validatePod(pod, options.validation ?? defaultPodValidationOptions);
@@ -273,14 +276,20 @@ export function loadPodManifest(file: string, text: string, options: PodManifest
     errors.push(...result.errors);
     if (result.pod !== undefined) pods.push({ pod: result.pod, source: doc.source });
   }
-  // Two documents naming the same pod: the later one is refused, as a second create would be.
+  return withoutDuplicates(pods, errors);
+}
+
+/** Two documents naming the same pod: the later one is refused, as a second create would be. */
+function withoutDuplicates(pods: readonly LoadedPod[], errors: ManifestError[]): { pods: LoadedPod[]; errors: ManifestError[] } {
   const seen = new Map<string, ManifestSource>();
   const unique: LoadedPod[] = [];
   for (const loaded of pods) {
     const { namespace, name } = loaded.pod.metadata!;
     const first = seen.get(`${namespace}/${name}`);
     if (first !== undefined) {
-      errors.push(new ManifestError(loaded.source, `metadata.name: Duplicate value: ${JSON.stringify(name)}: already defined in document ${first.document}`));
+      errors.push(
+        new ManifestError(loaded.source, `metadata.name: Duplicate value: ${JSON.stringify(name)}: already defined in ${first.file} document ${first.document}`),
+      );
       continue;
     }
     seen.set(`${namespace}/${name}`, loaded.source);
@@ -305,5 +314,6 @@ export async function loadPodFiles(files: readonly string[], options: PodManifes
     pods.push(...result.pods);
     errors.push(...result.errors);
   }
-  return { pods, errors };
+  const deduplicated = withoutDuplicates(pods, []);
+  return { pods: deduplicated.pods, errors: [...errors, ...deduplicated.errors] };
 }

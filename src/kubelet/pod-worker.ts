@@ -133,46 +133,8 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
     return { sandboxError: { reason: 'FailedCreatePodSandBox', message }, containers: outcomes, events };
   }
 
-  const start = async (container: V1Container, kind: ContainerKind): Promise<ContainerOutcome> => {
-    const event = (type: PodEvent['type'], reason: string, message: string) => events.push({ type, reason, message, container: container.name });
-    try {
-      const image = await ensureImage(cri, container, sandboxConfig, call, event);
-      // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
-      await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
-      let config;
-      try {
-        config = buildContainerConfig(pod, container, {
-          attempt: 0,
-          configMaps: options.configMaps ?? [],
-          nodeName: options.nodeName ?? '',
-          nodeCpuCount: options.nodeCpuCount ?? 2,
-          imageUser: image.user,
-          imageRef: image.ref,
-        });
-      } catch (err) {
-        throw new ContainerStartFailure('CreateContainerConfigError', (err as Error).message);
-      }
-      let containerId: string;
-      try {
-        containerId = (await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandboxConfig }, call)).container_id;
-      } catch (err) {
-        throw new ContainerStartFailure('CreateContainerError', grpcMessage(err));
-      }
-      event('Normal', 'Created', `Created container: ${container.name}`);
-      try {
-        await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }, call);
-      } catch (err) {
-        event('Warning', 'Failed', `Error: ${grpcMessage(err)}`);
-        return { name: container.name, kind, state: 'waiting', containerId, reason: 'RunContainerError', message: grpcMessage(err) };
-      }
-      event('Normal', 'Started', `Started container ${container.name}`);
-      return { name: container.name, kind, state: 'started', containerId };
-    } catch (err) {
-      if (!(err instanceof ContainerStartFailure)) throw err;
-      event('Warning', 'Failed', `Error: ${err.reason === 'CreateContainerError' || err.reason === 'CreateContainerConfigError' ? err.message : err.reason}`);
-      return { name: container.name, kind, state: 'waiting', reason: err.reason, message: err.message };
-    }
-  };
+  const start = (container: V1Container, kind: ContainerKind): Promise<ContainerOutcome> =>
+    startContainer(cri, pod, container, kind, { sandboxId, sandboxConfig, attempt: 0, options, events });
 
   for (const [i, container] of initContainers.entries()) {
     const started = await start(container, 'init');
@@ -190,6 +152,63 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
   }
   for (const container of containers) outcomes.push(await start(container, 'regular'));
   return { sandboxId, containers: outcomes, events };
+}
+
+export interface ContainerStartContext {
+  readonly sandboxId: string;
+  readonly sandboxConfig: PodSandboxConfig;
+  /** The restart count: 0 on first start, previous attempt + 1 on a restart. */
+  readonly attempt: number;
+  readonly options: PodWorkerOptions;
+  /** Where the events of this start are appended. */
+  readonly events: PodEvent[];
+}
+
+/**
+ * startContainer: image, config, CreateContainer, StartContainer, each failure mapped to the
+ * kubelet's waiting reason. Never throws for a runtime refusal; only for a broken connection.
+ */
+export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Container, kind: ContainerKind, ctx: ContainerStartContext): Promise<ContainerOutcome> {
+  const { sandboxId, sandboxConfig, options } = ctx;
+  const call = { timeoutMs: options.callTimeoutMs ?? 30_000 };
+  const event = (type: PodEvent['type'], reason: string, message: string) => ctx.events.push({ type, reason, message, container: container.name });
+  try {
+    const image = await ensureImage(cri, container, sandboxConfig, call, event);
+    // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
+    await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
+    let config;
+    try {
+      config = buildContainerConfig(pod, container, {
+        attempt: ctx.attempt,
+        configMaps: options.configMaps ?? [],
+        nodeName: options.nodeName ?? '',
+        nodeCpuCount: options.nodeCpuCount ?? 2,
+        imageUser: image.user,
+        imageRef: image.ref,
+      });
+    } catch (err) {
+      throw new ContainerStartFailure('CreateContainerConfigError', (err as Error).message);
+    }
+    let containerId: string;
+    try {
+      containerId = (await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandboxConfig }, call)).container_id;
+    } catch (err) {
+      throw new ContainerStartFailure('CreateContainerError', grpcMessage(err));
+    }
+    event('Normal', 'Created', `Created container: ${container.name}`);
+    try {
+      await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }, call);
+    } catch (err) {
+      event('Warning', 'Failed', `Error: ${grpcMessage(err)}`);
+      return { name: container.name, kind, state: 'waiting', containerId, reason: 'RunContainerError', message: grpcMessage(err) };
+    }
+    event('Normal', 'Started', `Started container ${container.name}`);
+    return { name: container.name, kind, state: 'started', containerId };
+  } catch (err) {
+    if (!(err instanceof ContainerStartFailure)) throw err;
+    event('Warning', 'Failed', `Error: ${err.reason === 'CreateContainerError' || err.reason === 'CreateContainerConfigError' ? err.message : err.reason}`);
+    return { name: container.name, kind, state: 'waiting', reason: err.reason, message: err.message };
+  }
 }
 
 /** EnsureImageExists: pull per policy; returns the image id and its configured user (for runAsNonRoot). */

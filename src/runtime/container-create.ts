@@ -19,6 +19,7 @@ import {
   withMounts,
   withNoNewPrivileges,
   withProcessArgs,
+  withReadonlyRootfs,
   withSysctls,
   withTerminal,
   withWindowsResources,
@@ -66,7 +67,13 @@ function sandboxFiles(sandbox: SandboxRecord): Map<string, string> {
     ...(dns !== null && dns.searches.length > 0 ? [`search ${dns.searches.join(' ')}`] : []),
     ...(dns !== null && dns.options.length > 0 ? [`options ${dns.options.join(' ')}`] : []),
   ];
+  // Namespaced sysctls of the pod show in /proc/sys of every container (kernel.shm_rmid_forced →
+  // /proc/sys/kernel/shm_rmid_forced).
+  const sysctls = Object.entries(sandbox.config.linux?.sysctls ?? {}).map(
+    ([key, value]) => [`/proc/sys/${key.replace(/\./g, '/')}`, `${value}\n`] as [string, string],
+  );
   return new Map([
+    ...sysctls,
     ['/etc/hostname', `${sandbox.hostname}\n`],
     ['/etc/hosts', `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${sandbox.ip}\t${sandbox.hostname}\n`],
     ['/etc/resolv.conf', resolv.length > 0 ? `${resolv.join('\n')}\n` : ''],
@@ -90,6 +97,7 @@ export function buildContainerSpec(os: 'linux' | 'windows', config: ContainerCon
     ),
     withWindowsUsername(config.windows?.security_context?.run_as_username ?? ''),
     withNoNewPrivileges(sc?.no_new_privs ?? false),
+    withReadonlyRootfs(sc?.readonly_rootfs ?? false),
     withHostname(sandbox.hostname),
     withTerminal(config.tty),
     withMounts(

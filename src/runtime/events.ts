@@ -12,6 +12,7 @@ export type ContainerEventTypeValue = (typeof ContainerEventType)[keyof typeof C
  * sandbox's containers as they are after the change.
  */
 export function publishEvent(ctx: RuntimeContext, id: string, sandboxId: string, type: ContainerEventTypeValue): void {
+  if (!ctx.hasEventListeners()) return;
   const sandbox = ctx.sandboxes.get(sandboxId);
   ctx.publish({
     container_id: id,

@@ -47,4 +47,6 @@ export interface RuntimeContext {
   nextHostPid(): number;
   /** Publishes a GetContainerEvents event. */
   publish(event: ContainerEventResponse): void;
+  /** Whether anyone listens for events (building one costs a status per container of the pod). */
+  hasEventListeners(): boolean;
 }

@@ -28,7 +28,7 @@ function sampleReport(): BenchReport {
     command: 'node dist/bench/run.js --quick',
     machine: { cpus: 2, cpuModel: 'test', totalMemoryMiB: 1024, node: 'v20', platform: 'linux-x64' },
     bounds: { secondsPerLifecycleRun: 2 },
-    runtime: { startupMs: 300, rssAtStartKiB: 50000, memory: [] },
+    runtime: { startupMs: 300, startupSamplesMs: [300], rssAtStartKiB: 50000, memory: [] },
     lifecycle: [compareLifecycle('gmsa-lifecycle', 64, run(600, [2, 4]), run(1000, [1, 2]))],
     lists: [{ operation: 'ListContainers', liveObjects: 10000, itemsReturned: 10000, runtime: ours, floor, ratios: { p50: 10, p90: 10, p99: 10 } }],
     kubelet: null,

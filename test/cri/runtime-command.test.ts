@@ -53,8 +53,11 @@ describe('cri-winsim runtime (command)', () => {
   it('exits 0 on SIGINT as well', async () => {
     runtime = await startRuntime();
     process.kill(runtime.pid, 'SIGINT');
+    const deadline = Date.now() + 10_000;
+    while (runtime.running() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runtime.running(), 'still running 10 s after SIGINT').to.equal(false);
     const exit = await runtime.stop();
-    expect(exit.code).to.equal(0);
+    expect(exit, runtime.output()).to.deep.include({ code: 0, signal: null });
     expect(exit.socketLeft).to.equal(false);
   });
 

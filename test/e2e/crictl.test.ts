@@ -29,6 +29,12 @@ async function eventually<T>(what: string, ms: number, probe: () => Promise<T | 
   throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `; last error: ${String(last)}` : ''}`);
 }
 
+/** crictl inspect/inspectp print times as RFC 3339 strings; a real one is within the last hour. */
+function isRecent(time: unknown): boolean {
+  const t = typeof time === 'string' ? Date.parse(time) : NaN;
+  return Number.isFinite(t) && Math.abs(Date.now() - t) < 3_600_000;
+}
+
 function lines(res: CrictlResult): string[] {
   return res.stdout.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
 }
@@ -197,7 +203,7 @@ describe('crictl against cri-winsim runtime', function () {
       expect(status.metadata).to.deep.include({ name: 'crictl-e2e-json', namespace: 'e2e-json', uid: 'crictl-e2e-uid-json' });
       expect(status.labels).to.deep.include({ suite: 'crictl-e2e', format: 'json' });
       expect(status.annotations).to.deep.include({ 'e2e.cri-winsim/purpose': 'json config' });
-      expect(Number(status.createdAt)).to.be.greaterThan(0);
+      expect(isRecent(status.createdAt), `createdAt ${status.createdAt}`).to.equal(true);
     });
   });
 
@@ -255,7 +261,7 @@ describe('crictl against cri-winsim runtime', function () {
       expect(status.imageRef).to.be.a('string').and.not.equal('');
       expect(isAbsolute(status.logPath), status.logPath).to.equal(true);
       expect(status.logPath.endsWith('worker.log')).to.equal(true);
-      expect(Number(status.startedAt)).to.be.greaterThan(0);
+      expect(isRecent(status.startedAt), `startedAt ${status.startedAt}`).to.equal(true);
       const greeter = (await crictlJson(runtime(), ['inspect', need(ids.greeter, 'greeter')])).status;
       expect(greeter.state).to.equal('CONTAINER_EXITED');
       expect(greeter.exitCode).to.equal(0);
@@ -297,10 +303,13 @@ describe('crictl against cri-winsim runtime', function () {
 
     it('crictl exec -s runs a command and returns its output and exit code', async () => {
       const worker = need(ids.worker, 'worker');
-      expect((await crictl(['exec', '-s', worker, 'echo', 'hello', 'exec'])).stdout).to.equal('hello exec\n');
-      const failed = await crictl(['exec', '-s', worker, 'sh', '-c', 'exit 3'], { check: false });
-      // crictl v1.34 exits with the command's exit code.
-      expect(failed.code).to.equal(3);
+      // crictl prints the command's stdout and then its stderr, each with Println.
+      expect((await crictl(['exec', '-s', worker, 'echo', 'hello', 'exec'])).stdout).to.equal('hello exec\n\n\n');
+      // A non-zero exit code makes crictl fail: its CRI client turns it into an error naming the code.
+      const failed = await crictl(['exec', '-s', worker, 'sh', '-c', 'echo oops >&2; exit 3'], { check: false });
+      expect(failed.code).to.equal(1);
+      expect(failed.stderr).to.contain("command 'sh -c echo oops >&2; exit 3' exited with 3: oops");
+      expect((await crictl(['exec', '-s', worker, 'sh', '-c', 'exit 0'], { check: false })).code).to.equal(0);
       const stopped = await crictl(['exec', '-s', need(ids.greeter, 'greeter'), 'echo', 'nope'], { check: false });
       expect(stopped.code, 'exec in an exited container must fail').to.not.equal(0);
     });
@@ -322,7 +331,7 @@ describe('crictl against cri-winsim runtime', function () {
       expect(lines(await crictl(['stop', '--timeout', '2', worker]))).to.deep.equal([worker]);
       const status = (await crictlJson(runtime(), ['inspect', worker])).status;
       expect(status.state).to.equal('CONTAINER_EXITED');
-      expect(Number(status.finishedAt)).to.be.greaterThan(0);
+      expect(isRecent(status.finishedAt), `finishedAt ${status.finishedAt}`).to.equal(true);
       expect(lines(await crictl(['ps', '-q']))).to.not.include(worker);
     });
 
@@ -348,8 +357,8 @@ describe('crictl against cri-winsim runtime', function () {
       const json = need(ids.podJson, 'the JSON pod');
       const yaml = need(ids.podYaml, 'the YAML pod');
       expect(lines(await crictl(['rmp', json]))).to.deep.equal([`Removed sandbox ${json}`]);
-      // A ready sandbox needs --force (crictl stops it first).
-      expect(lines(await crictl(['rmp', '--force', yaml]))).to.deep.equal([`Removed sandbox ${yaml}`]);
+      // A ready sandbox needs --force: crictl stops it first.
+      expect(lines(await crictl(['rmp', '--force', yaml]))).to.deep.equal([`Stopped sandbox ${yaml}`, `Removed sandbox ${yaml}`]);
       const left = lines(await crictl(['pods', '-q']));
       expect(left).to.not.include.members([json]);
       expect(left).to.not.include.members([yaml]);

@@ -33,6 +33,12 @@ describe('pod manifests', () => {
     expect(pods[0]!.pod.metadata!.uid).to.equal('1234');
   });
 
+  it('names a pod that only has generateName', () => {
+    const { pods, errors } = loadPodManifest('p.yaml', pod('a').replace('  name: a', '  generateName: web-'));
+    expect(errors).to.deep.equal([]);
+    expect(pods[0]!.pod.metadata!.name).to.match(/^web-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+  });
+
   it('takes the pod template of Deployments and Jobs, named after the workload', () => {
     const text = `apiVersion: apps/v1
 kind: Deployment
@@ -103,7 +109,7 @@ spec:
     {
       name: 'the same pod twice: the second is refused',
       text: `${pod('a')}---\n${pod('a')}`,
-      expected: ['pods/web.yaml: document 2: metadata.name: Duplicate value: "a": already defined in document 1'],
+      expected: ['pods/web.yaml: document 2: metadata.name: Duplicate value: "a": already defined in pods/web.yaml document 1'],
       pods: 1,
     },
   ];
@@ -115,6 +121,21 @@ spec:
       expect(pods).to.have.length(c.pods);
     });
   }
+
+  it('refuses the same pod named in two files', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'winsim-pods-'));
+    try {
+      await writeFile(join(dir, 'a.yaml'), pod('web'));
+      await writeFile(join(dir, 'b.yaml'), pod('web'));
+      const { pods, errors } = await loadPodFiles([join(dir, 'a.yaml'), join(dir, 'b.yaml')]);
+      expect(pods.map((p) => p.source.file)).to.deep.equal([join(dir, 'a.yaml')]);
+      expect(errors.map((e) => e.message)).to.deep.equal([
+        `${join(dir, 'b.yaml')}: document 1: metadata.name: Duplicate value: "web": already defined in ${join(dir, 'a.yaml')} document 1`,
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 
   it('reports an unreadable file by name', async () => {
     const { pods, errors } = await loadPodFiles(['does/not/exist.yaml']);

@@ -1,82 +1,11 @@
 import { expect } from 'chai';
-import * as grpc from '@grpc/grpc-js';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { createCriClient, imageServiceDefinition, runtimeServiceDefinition, type CriClient } from '../../src/cri/proto.js';
-import type { ContainerConfig__Output } from '../../src/generated/runtime/v1/ContainerConfig.js';
+import { createCriClient, type CriClient } from '../../src/cri/proto.js';
 import { effectivePullPolicy, runPodOnce } from '../../src/kubelet/pod-worker.js';
-
-/**
- * A scripted CRI runtime on a temporary unix socket: it records what the kubelet sends and fails
- * where a test asks it to, so the worker's reasons can be checked at the wire.
- */
-class ScriptedRuntime {
-  readonly calls: string[] = [];
-  readonly created: ContainerConfig__Output[] = [];
-  readonly images = new Map<string, string>([['nano:ltsc2022', 'ContainerUser'], ['servercore:ltsc2022', 'ContainerAdministrator']]);
-  failSandbox = false;
-  private readonly exits = new Map<string, number>();
-  private readonly names = new Map<string, string>();
-  private server = new grpc.Server();
-
-  async listen(socket: string): Promise<void> {
-    const fail = (code: grpc.status, details: string) => Object.assign(new Error(details), { code, details });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a test double reading decoded requests
-    type Request = any;
-    const handle =
-      (name: string, fn: (req: Request) => unknown): grpc.handleUnaryCall<Request, unknown> =>
-      (call, callback) => {
-        this.calls.push(name);
-        try {
-          callback(null, fn(call.request));
-        } catch (err) {
-          callback(err as grpc.ServiceError);
-        }
-      };
-    this.server.addService(runtimeServiceDefinition(), {
-      RunPodSandbox: handle('RunPodSandbox', () => {
-        if (this.failSandbox) throw fail(grpc.status.UNKNOWN, 'failed to set up sandbox network');
-        return { pod_sandbox_id: 'sandbox-1' };
-      }),
-      CreateContainer: handle('CreateContainer', (req) => {
-        const config = req.config as ContainerConfig__Output;
-        if (config.windows?.security_context?.credential_spec.includes('broken')) throw fail(grpc.status.INVALID_ARGUMENT, 'invalid credential spec: missing DomainJoinConfig.Sid');
-        this.created.push(config);
-        const id = `ctr-${config.metadata!.name}`;
-        this.names.set(id, config.metadata!.name);
-        this.exits.set(id, config.command[0] === 'exit' ? Number(config.command[1]) : 0);
-        return { container_id: id };
-      }),
-      StartContainer: handle('StartContainer', (req) => {
-        if (this.names.get(req.container_id) === 'crash') throw fail(grpc.status.UNKNOWN, 'The user name or password is incorrect.');
-        return {};
-      }),
-      ContainerStatus: handle('ContainerStatus', (req) => ({
-        status: { id: req.container_id, state: 2, exit_code: this.exits.get(req.container_id) ?? 0, reason: '', message: '' },
-      })),
-    });
-    this.server.addService(imageServiceDefinition(), {
-      ImageStatus: handle('ImageStatus', (req) => {
-        const user = this.images.get(req.image.image);
-        return { image: user === undefined ? null : { id: req.image.image, username: user, size: '1' } };
-      }),
-      PullImage: handle('PullImage', (req) => {
-        if (String(req.image.image).startsWith('missing')) throw fail(grpc.status.NOT_FOUND, `image ${req.image.image} not found`);
-        this.images.set(req.image.image, 'ContainerUser');
-        return { image_ref: req.image.image };
-      }),
-    });
-    await new Promise<void>((resolve, reject) =>
-      this.server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
-    );
-  }
-
-  stop(): void {
-    this.server.forceShutdown();
-  }
-}
+import { ScriptedRuntime } from './support/scripted-runtime.js';
 
 const container = (name: string, image = 'nano:ltsc2022', extra: Partial<V1Container> = {}): V1Container => ({ name, image, ...extra });
 const pod = (containers: V1Container[], extra: Partial<V1Pod['spec']> = {}): V1Pod => ({
@@ -109,8 +38,21 @@ describe('pod worker (one SyncPod pass over CRI)', () => {
       { name: 'b', kind: 'regular', state: 'started', containerId: 'ctr-b' },
     ]);
     expect(runtime.calls.filter((c) => c === 'PullImage')).to.have.length(1);
+    // The resolved image id goes to the runtime, the spec's reference beside it.
+    expect(runtime.created.map((c) => [c.image!.image, c.image!.user_specified_image])).to.deep.equal([
+      ['sha256:nano:ltsc2022', 'nano:ltsc2022'],
+      ['sha256:iis:ltsc2022', 'iis:ltsc2022'],
+    ]);
+    // The kubelet creates the pod and container log directories the runtime writes into.
+    await access(join(dir, 'pods', 'apps_web_uid-1', 'a'));
+    await access(join(dir, 'pods', 'apps_web_uid-1', 'b'));
     expect(runtime.created.map((c) => c.windows!.security_context!.credential_spec)).to.deep.equal(['{"ok":1}', '{"ok":1}']);
     expect(outcome.events.map((e) => `${e.container}:${e.reason}`)).to.deep.equal(['a:Pulled', 'a:Created', 'a:Started', 'b:Pulling', 'b:Pulled', 'b:Created', 'b:Started']);
+    expect(outcome.events.filter((e) => e.container === 'a').map((e) => e.message)).to.deep.equal([
+      'Container image "nano:ltsc2022" already present on machine',
+      'Created container: a',
+      'Started container a',
+    ]);
   });
 
   it('reports a sandbox failure and touches no container', async () => {

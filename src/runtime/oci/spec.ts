@@ -124,6 +124,10 @@ export const withMounts = (mounts: readonly OciMount[]): SpecOpt => (spec) => {
   spec.mounts = [...spec.mounts.filter((m) => !destinations.has(m.destination)), ...mounts];
 };
 
+export const withReadonlyRootfs = (readonly: boolean): SpecOpt => (spec) => {
+  spec.root.readonly = readonly;
+};
+
 export const withTerminal = (tty: boolean): SpecOpt => (spec) => {
   spec.process.terminal = tty;
 };

@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { posix } from 'node:path';
 import type { CommandContext, CommandRegistry } from './command-registry.js';
+import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
 
@@ -9,10 +9,12 @@ import { registerWindowsShells } from './windows-shells.js';
  * usual images, and the critest helpers. Identity commands for the Windows path are registered
  * by their own module and replace the plain `whoami`/`hostname` here.
  */
-export function registerBuiltinCommands(registry: CommandRegistry): void {
-  const shell = shellCommand(registry);
+export function registerBuiltinCommands(target: CommandRegistry): void {
+  // Defaults only: a command some module registered already (identity commands) is kept.
+  const registry = { register: target.registerDefault.bind(target) };
+  const shell = shellCommand(target);
   for (const name of ['sh', 'bash', 'ash', 'dash']) registry.register(name, shell, { cpuLoad: 0.0005 });
-  registerWindowsShells(registry);
+  registerWindowsShells(target);
 
   registry.register('echo', echo, { shellBuiltin: true });
   registry.register('printf', printf, { shellBuiltin: true });
@@ -57,8 +59,17 @@ export function registerBuiltinCommands(registry: CommandRegistry): void {
   registry.register('grep', grep);
   registry.register('findstr', findstr);
   registry.register('touch', (ctx) => {
-    for (const f of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) if (!ctx.target.files.has(f)) ctx.target.files.set(f, '');
-    return 0;
+    let status = 0;
+    for (const f of ctx.argv.slice(1).filter((a) => !a.startsWith('-'))) {
+      const path = containerPath(ctx.target, f);
+      if (writeRefused(ctx.target, path)) {
+        ctx.stderr(`touch: ${f}: Read-only file system\n`);
+        status = 1;
+      } else if (!ctx.target.files.has(path)) {
+        ctx.target.files.set(path, '');
+      }
+    }
+    return status;
   });
   registry.register('uname', (ctx) => {
     ctx.stdout(ctx.argv.includes('-a') ? `Linux ${ctx.target.hostname} 6.1.0 #1 SMP x86_64 GNU/Linux\n` : 'Linux\n');
@@ -142,7 +153,10 @@ function printf(ctx: CommandContext): number {
 }
 
 function test(ctx: CommandContext, args: string[]): number {
-  const fileExists = (p: string): boolean => ctx.target.files.has(p) || ['/', '/tmp', '/etc', '/bin', '/usr', '/var', '/proc', '/dev'].includes(p);
+  const fileExists = (p: string): boolean => {
+    const path = containerPath(ctx.target, p);
+    return ctx.target.files.has(path) || ['/', '/tmp', '/etc', '/bin', '/usr', '/var', '/proc', '/dev'].includes(path);
+  };
   const evaluate = (a: string[]): boolean => {
     if (a[0] === '!') return !evaluate(a.slice(1));
     if (a.length === 0) return false;
@@ -339,17 +353,7 @@ function ps(ctx: CommandContext): number {
 
 /** Maps a container path onto a host path through the container's bind mounts, if one covers it. */
 function hostPathOf(ctx: CommandContext, path: string): string | undefined {
-  const normal = posix.normalize(path);
-  let best: { destination: string; source: string } | undefined;
-  for (const m of ctx.target.ociSpec.mounts) {
-    if (m.type !== undefined && m.type !== 'bind') continue;
-    const dest = posix.normalize(m.destination);
-    if ((normal === dest || normal.startsWith(`${dest}/`)) && (best === undefined || dest.length > best.destination.length)) {
-      best = { destination: dest, source: m.source };
-    }
-  }
-  if (best === undefined) return undefined;
-  return posix.join(best.source, normal.slice(best.destination.length));
+  return mountFor(ctx.target, path)?.hostPath;
 }
 
 async function cat(ctx: CommandContext): Promise<number> {
@@ -364,7 +368,7 @@ async function cat(ctx: CommandContext): Promise<number> {
       ctx.stdout(ctx.stdin);
       continue;
     }
-    const local = ctx.target.files.get(f);
+    const local = ctx.target.files.get(containerPath(ctx.target, f));
     if (local !== undefined) {
       ctx.stdout(local);
       continue;
@@ -417,18 +421,24 @@ async function ls(ctx: CommandContext): Promise<number> {
   return status;
 }
 
+/** The users every base image knows (what /etc/passwd would resolve). */
+const PASSWD: Record<string, number> = { root: 0, daemon: 1, bin: 2, sys: 3, 'www-data': 33, nobody: 65534 };
+
 function id(ctx: CommandContext): number {
   const user = ctx.target.ociSpec.process.user;
-  const uid = user.uid ?? 0;
-  const gid = user.gid ?? 0;
+  const named = ctx.target.user;
+  const uid = user.uid ?? PASSWD[named] ?? (/^[0-9]+$/.test(named) ? Number(named) : 0);
+  const gid = user.gid ?? uid;
   const groups = [...new Set([gid, ...(user.additionalGids ?? [])])];
-  const flag = ctx.argv[1];
-  if (flag === '-u') ctx.stdout(ctx.argv.includes('-n') ? `${ctx.target.user}\n` : `${uid}\n`);
-  else if (flag === '-g') ctx.stdout(`${gid}\n`);
-  else if (flag === '-G') ctx.stdout(`${groups.join(' ')}\n`);
+  const nameOf = (n: number): string | undefined => Object.entries(PASSWD).find(([, v]) => v === n)?.[0];
+  const flags = ctx.argv.slice(1).filter((a) => a.startsWith('-')).join('').replace(/-/g, '');
+  const names = flags.includes('n');
+  if (flags.includes('u')) ctx.stdout(`${names ? (/^[0-9]+$/.test(named) ? nameOf(uid) ?? named : named) : uid}\n`);
+  else if (flags.includes('G')) ctx.stdout(`${groups.map((g) => (names ? nameOf(g) ?? String(g) : String(g))).join(' ')}\n`);
+  else if (flags.includes('g')) ctx.stdout(`${names ? nameOf(gid) ?? String(gid) : gid}\n`);
   else {
-    const name = (n: number): string => (n === 0 ? '(root)' : '');
-    ctx.stdout(`uid=${uid}${name(uid)} gid=${gid}${name(gid)} groups=${groups.map((g) => `${g}${name(g)}`).join(',')}\n`);
+    const label = (n: number): string => (nameOf(n) === undefined ? '' : `(${nameOf(n)})`);
+    ctx.stdout(`uid=${uid}${label(uid)} gid=${gid}${label(gid)} groups=${groups.map((g) => `${g}${label(g)}`).join(',')}\n`);
   }
   return 0;
 }

@@ -97,6 +97,11 @@ export class CommandRegistry {
     this.commands.set(key, { name: key, handler, options });
   }
 
+  /** Registers unless the name is taken, so defaults never replace a command a module added. */
+  registerDefault(name: string, handler: CommandHandler, options: CommandOptions = {}): void {
+    if (!this.commands.has(commandKey(name))) this.register(name, handler, options);
+  }
+
   lookup(program: string): RegisteredCommand | undefined {
     return this.commands.get(commandKey(program));
   }

@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { containerPath, writeRefused } from './container-files.js';
 import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 
 /**
@@ -706,12 +707,15 @@ class ShellInterpreter {
         continue;
       }
       if (r.op === '<') {
-        const content = this.ctx.target.files.get(target);
+        const content = this.ctx.target.files.get(containerPath(this.ctx.target, target));
         if (content === undefined) throw new Error(`can't open '${target}': No such file or directory`);
         out.stdin = content;
         continue;
       }
-      const sink = this.fileSink(target, r.op === '>>');
+      if (writeRefused(this.ctx.target, target) && !['/dev/null', '/dev/stdout', '/dev/stderr'].includes(target)) {
+        throw new Error(`can't create ${target}: Read-only file system`);
+      }
+      const sink = this.fileSink(containerPath(this.ctx.target, target), r.op === '>>');
       if (r.fd === 2) out.stderr = sink;
       else out.stdout = sink;
     }

@@ -8,10 +8,10 @@ import { MAX_LOOP_ITERATIONS } from './shell.js';
  * and everything else routed to the same command registry as Linux programs.
  */
 export function registerWindowsShells(registry: CommandRegistry): void {
-  registry.register('cmd', (ctx) => runCmd(ctx, registry), { cpuLoad: 0.0005 });
+  registry.registerDefault('cmd', (ctx) => runCmd(ctx, registry), { cpuLoad: 0.0005 });
   const ps = (ctx: CommandContext): Promise<number> => runPowerShell(ctx, registry);
-  registry.register('powershell', ps, { cpuLoad: 0.01 });
-  registry.register('pwsh', ps, { cpuLoad: 0.01 });
+  registry.registerDefault('powershell', ps, { cpuLoad: 0.01 });
+  registry.registerDefault('pwsh', ps, { cpuLoad: 0.01 });
 }
 
 const CRLF = '\r\n';
@@ -81,7 +81,8 @@ async function runCmd(ctx: CommandContext, registry: CommandRegistry): Promise<n
   let skip = false;
   for (const { part, sep } of statements) {
     if (!skip) {
-      const result = await cmdStatement(part.trim(), ctx, registry, env);
+      // cmd keeps trailing blanks: `echo hello & echo x` prints "hello ".
+      const result = await cmdStatement(part.replace(/^\s+/, ''), ctx, registry, env);
       if (result.exit) return result.status;
       status = result.status;
     }
@@ -98,7 +99,7 @@ function expandPercent(text: string, env: Map<string, string>): string {
 }
 
 async function cmdStatement(raw: string, ctx: CommandContext, registry: CommandRegistry, env: Map<string, string>): Promise<{ status: number; exit?: boolean }> {
-  if (raw === '') return { status: 0 };
+  if (raw.trim() === '') return { status: 0 };
   let text = expandPercent(raw, env);
   let io: CommandIo = ctx;
   const redirect = /\s*(1?>|2>)\s*(nul|NUL)\s*$/.exec(text) ?? /\s*(>&2|1>&2)\s*$/.exec(text);

@@ -155,7 +155,8 @@ function resolveUser(
   const localDomain = domainLower === '' || domainLower === '.' || domainLower === computerName.toLowerCase();
   if (!localDomain && !(domainLower === 'user manager' && VIRTUAL_ACCOUNTS.includes(userLower))) return undefined;
   if (hostProcess) {
-    // HostProcess containers run on the host: service accounts, or a local group of the node.
+    // HostProcess containers run on the host: service accounts, or a local group of the node
+    // (hcsshim then creates a temporary account in that group; we show the group's name).
     const group = node.findLocalGroup(userPart);
     return group === undefined ? undefined : { name: group, domain: computerName, kind: 'group', logonId: '0x7a1c2' };
   }

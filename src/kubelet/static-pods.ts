@@ -1,0 +1,258 @@
+/**
+ * The static-pod sync loop (`kubelet --pod-manifest-path DIR`): every pass reads the pod files of
+ * the directory, starts the admitted pods the node does not run yet, restarts exited containers
+ * per restartPolicy with the kubelet's back-off (10 s doubling to 5 min: CrashLoopBackOff, and
+ * ImagePullBackOff for pulls), and removes the kubelet's pods whose file is gone or changed (a
+ * changed file gives a new pod UID, as a static pod's UID is a hash of its content).
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { CriClient } from '../cri/proto.js';
+import { admitPod, describeRejection, type AdmissionContext } from './admission.js';
+import type { ClusterSource } from './cluster.js';
+import { buildPodSandboxConfig } from './cri-config.js';
+import { loadPodFiles, type PodManifestOptions } from './manifests.js';
+import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
+import { runPodOnce, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
+import type { UserInfo } from './rbac.js';
+
+export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
+  readonly manifestDir: string;
+  readonly cluster: ClusterSource;
+  readonly user: UserInfo;
+  readonly designs?: AdmissionContext['designs'];
+  readonly manifests?: PodManifestOptions;
+  /** Time between passes of run(). */
+  readonly intervalMs?: number;
+  /** First restart delay (the kubelet's 10 s) and its cap (5 min). */
+  readonly backoffInitialMs?: number;
+  readonly backoffMaxMs?: number;
+  readonly gracePeriodSeconds?: number;
+  /** Milliseconds clock, replaceable in tests. */
+  readonly now?: () => number;
+}
+
+export interface StaticPodRow {
+  readonly namespace: string;
+  readonly name: string;
+  readonly ready: string;
+  readonly status: string;
+  readonly restarts: number;
+}
+
+export interface SyncReport {
+  readonly started: readonly string[];
+  readonly restarted: readonly string[];
+  readonly deleted: readonly string[];
+  /** Pods that are not run: broken files and admission refusals, one message each. */
+  readonly refused: readonly string[];
+  readonly pods: readonly StaticPodRow[];
+  readonly events: readonly (PodEvent & { readonly pod: string })[];
+}
+
+const manifestExtensions = ['.yaml', '.yml', '.json'];
+const maxManifestFiles = 1000;
+
+interface Backoff {
+  delayMs: number;
+  notBefore: number;
+  reason: 'CrashLoopBackOff' | 'ImagePullBackOff';
+}
+
+/** restartPolicy: Always restarts any exit, OnFailure a non-zero one, Never none. */
+export function shouldRestart(pod: V1Pod, exitCode: number): boolean {
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}
+
+export class StaticPodSyncLoop {
+  private readonly backoffs = new Map<string, Backoff>();
+
+  constructor(
+    private readonly cri: CriClient,
+    private readonly options: StaticPodOptions,
+  ) {}
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /** The pod files of the directory itself (not its subdirectories), as the kubelet reads them. */
+  private async manifestFiles(): Promise<string[]> {
+    const entries = await readdir(this.options.manifestDir, { withFileTypes: true });
+    const files = entries
+      .filter((e) => e.isFile() && !e.name.startsWith('.') && manifestExtensions.some((ext) => e.name.endsWith(ext)))
+      .map((e) => join(this.options.manifestDir, e.name))
+      .sort();
+    if (files.length > maxManifestFiles) throw new Error(`${this.options.manifestDir}: more than ${maxManifestFiles} pod files`);
+    return files;
+  }
+
+  /** One pass: converge the node on the directory. */
+  async syncOnce(): Promise<SyncReport> {
+    const cluster = await this.options.cluster.load();
+    const { pods: loaded, errors } = await loadPodFiles(await this.manifestFiles(), this.options.manifests);
+    const refused = errors.map((e) => e.message);
+    const events: (PodEvent & { pod: string })[] = [];
+    const started: string[] = [];
+    const restarted: string[] = [];
+    const deleted: string[] = [];
+    const workerOptions: PodWorkerOptions = { ...this.options, configMaps: cluster.configMaps };
+    const key = (pod: V1Pod) => `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+
+    const onNode = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
+    const desired = new Set(loaded.map((l) => l.pod.metadata!.uid!));
+
+    // Pods whose file went away or changed: kill and remove them first.
+    for (const pod of onNode.values()) {
+      if (desired.has(pod.uid)) continue;
+      await deleteNodePod(this.cri, pod, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
+      for (const k of this.backoffs.keys()) if (k.startsWith(`${pod.uid}/`)) this.backoffs.delete(k);
+      deleted.push(`${pod.namespace}/${pod.name}`);
+    }
+
+    const admitted: V1Pod[] = [];
+    for (const { pod } of loaded) {
+      const running = onNode.get(pod.metadata!.uid!);
+      if (running === undefined) {
+        // Admission happens once, when the pod is created.
+        const result = admitPod(pod, { cluster, user: this.options.user, ...(this.options.designs === undefined ? {} : { designs: this.options.designs }) });
+        if (!result.allowed) {
+          refused.push(`${key(pod)}: ${describeRejection(result.error)}`);
+          continue;
+        }
+        const outcome = await runPodOnce(this.cri, result.pod, workerOptions);
+        events.push(...outcome.events.map((e) => ({ ...e, pod: key(pod) })));
+        // Containers that failed to start back off; those merely not reached yet do not.
+        for (const c of outcome.containers) {
+          if (c.state === 'waiting' && c.reason !== 'PodInitializing' && c.reason !== 'ContainerCreating') this.noteFailure(pod, c.name, c.reason);
+        }
+        started.push(key(pod));
+        admitted.push(result.pod);
+        continue;
+      }
+      admitted.push(pod);
+      if (await this.restartExited(pod, running, workerOptions, events)) restarted.push(key(pod));
+    }
+
+    const after = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
+    const rows: StaticPodRow[] = [];
+    for (const pod of admitted) {
+      const nodePod = after.get(pod.metadata!.uid!);
+      if (nodePod === undefined) continue;
+      rows.push(this.row(pod, nodePod));
+    }
+    return { started, restarted, deleted, refused, pods: rows, events };
+  }
+
+  private backoffKey(pod: V1Pod, container: string): string {
+    return `${pod.metadata!.uid}/${container}`;
+  }
+
+  /** A failed start or an exit: the next attempt waits, twice as long each time up to the cap. */
+  private noteFailure(pod: V1Pod, container: string, reason: string | undefined): void {
+    const k = this.backoffKey(pod, container);
+    const previous = this.backoffs.get(k);
+    const initial = this.options.backoffInitialMs ?? 10_000;
+    const delayMs = previous === undefined ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
+    const pull = reason === 'ErrImagePull' || reason === 'ErrImageNeverPull' || reason === 'ImagePullBackOff';
+    this.backoffs.set(k, { delayMs, notBefore: this.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff' });
+  }
+
+  /** computePodActions for a running sandbox: start missing containers, restart exited ones per policy. */
+  private async restartExited(pod: V1Pod, nodePod: NodePod, options: PodWorkerOptions, events: (PodEvent & { pod: string })[]): Promise<boolean> {
+    let any = false;
+    const latest = latestAttempts(nodePod);
+    // Init containers first, one at a time: the app containers wait until all of them exited 0.
+    for (const container of pod.spec?.initContainers ?? []) {
+      const current = latest.get(container.name);
+      if (current?.state === 'Exited' && current.exitCode === 0) continue;
+      if (current !== undefined && current.state !== 'Exited') return false;
+      // An init container that failed is retried unless the pod never restarts anything.
+      if (current !== undefined && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return false;
+      const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
+      if (backoff !== undefined && this.now() < backoff.notBefore) return false;
+      return this.restart(pod, container, 'init', nodePod, current, options, events);
+    }
+    for (const container of pod.spec?.containers ?? []) {
+      const current = latest.get(container.name);
+      const exited = current?.state === 'Exited';
+      if (current !== undefined && !exited) continue;
+      if (exited && !shouldRestart(pod, current.exitCode ?? 0)) continue;
+      const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
+      if (backoff !== undefined && this.now() < backoff.notBefore) continue;
+      any = (await this.restart(pod, container, 'regular', nodePod, current, options, events)) || any;
+    }
+    return any;
+  }
+
+  private async restart(
+    pod: V1Pod,
+    container: V1Container,
+    kind: ContainerKind,
+    nodePod: NodePod,
+    current: NodeContainer | undefined,
+    options: PodWorkerOptions,
+    events: (PodEvent & { pod: string })[],
+  ): Promise<boolean> {
+    const own: PodEvent[] = [];
+    if (current !== undefined) own.push({ type: 'Warning', reason: 'BackOff', message: 'Back-off restarting failed container', container: container.name });
+    const outcome = await startContainer(this.cri, pod, container, kind, {
+      sandboxId: nodePod.sandboxId,
+      sandboxConfig: buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot }),
+      attempt: current === undefined ? 0 : current.attempt + 1,
+      options,
+      events: own,
+    });
+    events.push(...own.map((e) => ({ ...e, pod: `${pod.metadata!.namespace}/${pod.metadata!.name}` })));
+    // Each restart (and each failed start) pushes the next one further out; a first start of an
+    // init container that simply follows the previous one does not.
+    if (current !== undefined || outcome.state === 'waiting') this.noteFailure(pod, container.name, outcome.state === 'waiting' ? outcome.reason : undefined);
+    return outcome.state === 'started';
+  }
+
+  private row(pod: V1Pod, nodePod: NodePod): StaticPodRow {
+    const { ready, status } = nodePodStatus(nodePod, {
+      initContainers: (pod.spec?.initContainers ?? []).map((c) => c.name),
+      containers: (pod.spec?.containers ?? []).map((c) => c.name),
+    });
+    const latest = latestAttempts(nodePod);
+    const restarts = [...latest.values()].reduce((sum, c) => sum + c.attempt, 0);
+    // A container held back by back-off shows the back-off reason, as kubectl does.
+    let shown = status;
+    const initNames = new Set((pod.spec?.initContainers ?? []).map((c) => c.name));
+    for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].reverse()) {
+      const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
+      const current = latest.get(container.name);
+      const waiting = current === undefined || (current.state === 'Exited' && shouldRestart(pod, current.exitCode ?? 0) && !(initNames.has(container.name) && current.exitCode === 0));
+      if (backoff !== undefined && waiting && this.now() < backoff.notBefore) shown = initNames.has(container.name) ? `Init:${backoff.reason}` : backoff.reason;
+    }
+    return { namespace: nodePod.namespace, name: nodePod.name, ready, status: shown, restarts };
+  }
+
+  /** Runs passes until the signal aborts; a failed pass is reported and the loop goes on. */
+  async run(signal: AbortSignal, onPass: (report: SyncReport | Error) => void): Promise<void> {
+    const interval = this.options.intervalMs ?? 1000;
+    while (!signal.aborted) {
+      try {
+        onPass(await this.syncOnce());
+      } catch (err) {
+        onPass(err instanceof Error ? err : new Error(String(err)));
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, interval);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+      });
+    }
+  }
+}
+
+function latestAttempts(pod: NodePod): Map<string, NodeContainer> {
+  const latest = new Map<string, NodeContainer>();
+  for (const c of pod.containers) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
+  return latest;
+}

@@ -1,0 +1,230 @@
+// The compose topology as local processes: each service's argv is taken from docker-compose.yml
+// (entrypoint from the Dockerfile stage it builds, unless the service sets one), only the socket
+// path and the state/volume directories are replaced by temporary ones, and the services run in
+// compose order — runtime (until its ready line), its healthcheck, kubelet, crictl — so the
+// compose file and what the suite proves cannot drift apart. At the end the runtime is stopped
+// and nothing may be left: no process, no socket, no temp dir.
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { runCrictl } from '../support/crictl.js';
+import { repoRoot, requireCriTool } from '../support/paths.js';
+import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import {
+  flagValue,
+  loadComposeFile,
+  serviceArgv,
+  startOrder,
+  volumeMounts,
+  withoutFlags,
+  type ComposeFile,
+} from './compose-file.js';
+
+/** How long one client service (kubelet, crictl) may run. */
+const SERVICE_TIMEOUT_MS = 60_000;
+
+interface ProcessResult {
+  command: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs argv to completion (killed after timeoutMs), collecting its output. */
+function runProcess(argv: readonly string[], cwd: string, timeoutMs: number): Promise<ProcessResult> {
+  const [program, ...args] = argv;
+  const command = argv.join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn(program!, args, { cwd, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, timeoutMs);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
+  });
+}
+
+function describeResult(r: ProcessResult): string {
+  const how = r.timedOut ? `was killed after ${SERVICE_TIMEOUT_MS} ms` : `exited ${r.code ?? r.signal}`;
+  return `\`${r.command}\` ${how}\nstdout: ${r.stdout.trim() || '(empty)'}\nstderr: ${r.stderr.trim() || '(empty)'}`;
+}
+
+/**
+ * Where the compose paths live locally: each named volume of a service becomes a directory
+ * (the socket volume is the runtime's temp dir, which holds `cri.sock`), and the image's
+ * working directory is the repository.
+ */
+class LocalTopology {
+  constructor(
+    private readonly file: ComposeFile,
+    private readonly rt: RuntimeHandle,
+    private readonly socketVolume: string,
+  ) {}
+
+  volumeDir(volume: string): string {
+    if (volume === this.socketVolume) return this.rt.dir;
+    const dir = join(this.rt.dir, 'volumes', volume);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /** A service's argv with its volume paths (and so the socket) moved to the local directories. */
+  rewrite(service: string): { argv: string[]; rewritten: string[] } {
+    const { argv } = serviceArgv(this.file, service);
+    const mounts = volumeMounts(this.file.services[service]!).filter((m) => m.volume !== undefined);
+    const rewritten: string[] = [];
+    const out = argv.map((arg) => {
+      for (const m of mounts) {
+        const prefix = m.target.endsWith('/') ? m.target : `${m.target}/`;
+        for (const lead of ['unix://', '']) {
+          if (arg === `${lead}${m.target}` || arg.startsWith(`${lead}${prefix}`)) {
+            const local = `${lead}${this.volumeDir(m.volume!)}${arg.slice(lead.length + m.target.length)}`;
+            rewritten.push(`${arg} -> ${local}`);
+            return local;
+          }
+        }
+      }
+      return arg;
+    });
+    return { argv: out, rewritten };
+  }
+
+  /** `node` is this Node; relative paths are relative to the image's WORKDIR, i.e. the repository. */
+  localProgram(argv: string[]): string[] {
+    const [program, ...rest] = argv;
+    return [program === 'node' ? process.execPath : program!, ...rest];
+  }
+}
+
+/** The container and pod names in the pod files a kubelet argv names. */
+function podFileNames(argv: readonly string[]): { pods: string[]; containers: string[] } {
+  const files = argv.filter((a) => /\.ya?ml$/.test(a));
+  const pods: string[] = [];
+  const containers: string[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8'))) {
+      const pod = doc.toJS() as { metadata?: { name?: string }; spec?: { containers?: Array<{ name: string }> } } | null;
+      if (pod?.metadata?.name) pods.push(pod.metadata.name);
+      for (const c of pod?.spec?.containers ?? []) containers.push(c.name);
+    }
+  }
+  return { pods, containers };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('compose services as local processes', function () {
+  this.timeout(3 * SERVICE_TIMEOUT_MS);
+  const file = loadComposeFile();
+  let rt: RuntimeHandle | undefined;
+  let topology: LocalTopology | undefined;
+  let kubeletRan = false;
+
+  const runtime = (): RuntimeHandle => {
+    if (rt === undefined) throw new Error('the runtime service is not running (see the first test)');
+    return rt;
+  };
+  const local = (): LocalTopology => {
+    if (topology === undefined) throw new Error('the runtime service is not running (see the first test)');
+    return topology;
+  };
+
+  after(async () => {
+    // Only reached with a runtime still up when a test failed before the stop test.
+    await rt?.stop();
+  });
+
+  it('runs the services in compose order: runtime, kubelet, crictl, tests', function () {
+    expect(startOrder(file)).to.deep.equal(['runtime', 'kubelet', 'crictl', 'tests']);
+  });
+
+  it('runtime: starts with the compose command and logs its ready line', async function () {
+    const { argv } = serviceArgv(file, 'runtime');
+    const listen = flagValue(argv, '--listen');
+    expect(listen, 'runtime --listen').to.be.a('string');
+    const socketPath = listen!.slice('unix://'.length);
+    const socketVolume = volumeMounts(file.services.runtime!).find((m) => m.target === dirname(socketPath))?.volume;
+    expect(socketVolume, `a named volume mounted at ${dirname(socketPath)}`).to.be.a('string');
+    // startRuntime puts the socket at <temp dir>/cri.sock: the same file name as in compose.
+    expect(basename(socketPath)).to.equal('cri.sock');
+
+    // The runtime's own endpoint and state dir are the only things replaced; startRuntime
+    // supplies temporary ones. The entrypoint (node dist/src/cli.js) runs from the repository.
+    const runtimeIndex = argv.indexOf('runtime');
+    expect(runtimeIndex, 'the runtime subcommand in the argv').to.be.greaterThan(0);
+    const entrypoint = argv.slice(0, runtimeIndex).map((a, i) => (i === 0 && a === 'node' ? process.execPath : i > 0 && !isAbsolute(a) ? join(repoRoot, a) : a));
+    const args = withoutFlags(argv.slice(runtimeIndex + 1), '--listen', '--state-dir').map((a) =>
+      !a.startsWith('-') && !isAbsolute(a) && existsSync(join(repoRoot, a)) ? join(repoRoot, a) : a,
+    );
+    rt = await startRuntime({ name: 'compose-runtime', command: entrypoint, args });
+    topology = new LocalTopology(file, rt, socketVolume!);
+    expect(rt.running()).to.equal(true);
+    expect(existsSync(rt.socketPath), rt.socketPath).to.equal(true);
+  });
+
+  it('runtime: its healthcheck command succeeds against the socket', async function () {
+    requireCriTool(this, 'crictl');
+    const test = file.services.runtime!.healthcheck?.test as string[];
+    expect(test.slice(0, 2)).to.deep.equal(['CMD', 'crictl']);
+    // runCrictl names the endpoint itself: drop the compose one, keep the rest (timeout, command).
+    const args = withoutFlags(test.slice(2), '--runtime-endpoint', '-r', '--image-endpoint', '-i');
+    const res = await runCrictl(runtime(), args);
+    expect(res.stdout).to.match(/RuntimeName:\s+\S+/);
+  });
+
+  it('kubelet: runs the examples named in its compose command against the runtime', async function () {
+    const { argv, rewritten } = local().rewrite('kubelet');
+    expect(rewritten.join('\n'), 'the socket is rewritten').to.include(`unix:///run/cri-winsim/cri.sock -> ${runtime().endpoint}`);
+    const res = await runProcess(local().localProgram(argv), repoRoot, SERVICE_TIMEOUT_MS);
+    expect(res.timedOut, describeResult(res)).to.equal(false);
+    expect(res.code, describeResult(res)).to.equal(0);
+    kubeletRan = true;
+  });
+
+  it('crictl: its compose command lists the containers the kubelet created', async function () {
+    requireCriTool(this, 'crictl');
+    if (!kubeletRan) throw new Error('the kubelet service did not complete (see the test before); crictl depends on it');
+    const { argv } = serviceArgv(file, 'crictl');
+    expect(argv[0]).to.equal('crictl');
+    const args = withoutFlags(argv.slice(1), '--runtime-endpoint', '-r', '--image-endpoint', '-i');
+    const res = await runCrictl(runtime(), args);
+    const { pods, containers } = podFileNames(serviceArgv(file, 'kubelet').argv);
+    expect(containers.length, 'containers in the kubelet pod files').to.be.greaterThan(0);
+    for (const name of [...containers, ...pods]) expect(res.stdout, `crictl ${args.join(' ')}`).to.include(name);
+  });
+
+  it('tests: its command runs the critest service script against the same socket', function () {
+    const { argv, rewritten } = local().rewrite('tests');
+    expect(rewritten).to.have.length.greaterThan(0);
+    expect(flagValue(argv, '--runtime-endpoint')).to.equal(runtime().endpoint);
+    // The script is part of the build (dist/test/compose/critest-service.js); critest itself is
+    // run against a runtime by test/e2e/critest.test.ts with the same spec selection.
+    expect(existsSync(join(repoRoot, argv[1]!)), argv[1]).to.equal(true);
+  });
+
+  it('stops the runtime and leaves nothing behind', async function () {
+    const handle = runtime();
+    const pid = handle.pid;
+    const exit = await handle.stop();
+    rt = undefined;
+    expect(exit.killed, `the runtime needed SIGKILL; output:\n${handle.output()}`).to.equal(false);
+    expect(exit.code, `runtime exit; output:\n${handle.output()}`).to.equal(0);
+    expect(exit.socketLeft, 'socket file left after exit').to.equal(false);
+    expect(processAlive(pid), `runtime pid ${pid} still alive`).to.equal(false);
+    expect(existsSync(handle.dir), handle.dir).to.equal(false);
+  });
+});

@@ -1,0 +1,150 @@
+import { expect } from 'chai';
+import { RuntimeError } from '../../src/runtime/errors.js';
+import { IdPrefixIndex } from '../../src/runtime/store/id-index.js';
+import { ContainerState } from '../../src/runtime/store/container-store.js';
+import { SandboxState, SandboxStore, type SandboxRecord } from '../../src/runtime/store/sandbox-store.js';
+import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
+
+function thrown(fn: () => unknown): RuntimeError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof RuntimeError) return err;
+    throw err;
+  }
+  throw new Error('expected a RuntimeError');
+}
+
+describe('id prefix index', () => {
+  const index = new IdPrefixIndex('container');
+  for (const id of ['abc123', 'abd456', 'ffff00', 'abc999']) index.add(id);
+
+  it('resolves a full id and a unique prefix', () => {
+    expect(index.resolve('ffff00')).to.equal('ffff00');
+    expect(index.resolve('abd')).to.equal('abd456');
+    expect(index.resolve('f')).to.equal('ffff00');
+  });
+
+  it('finds nothing for an unknown prefix', () => {
+    expect(index.resolve('0')).to.equal(undefined);
+    expect(index.resolve('abc1234')).to.equal(undefined);
+  });
+
+  it('refuses an ambiguous prefix and an empty id with InvalidArgument', () => {
+    const ambiguous = thrown(() => index.resolve('abc'));
+    expect(ambiguous.code).to.equal('InvalidArgument');
+    expect(ambiguous.message).to.contain('"abc" is ambiguous');
+    expect(thrown(() => index.resolve('')).message).to.equal('container id must not be empty');
+  });
+
+  it('forgets deleted ids', () => {
+    const local = new IdPrefixIndex('x');
+    local.add('aa1');
+    local.add('aa2');
+    local.delete('aa2');
+    expect(local.resolve('aa')).to.equal('aa1');
+    expect(local.size).to.equal(1);
+  });
+});
+
+describe('sandbox store state machine', () => {
+  const record = (id: string): SandboxRecord => ({
+    id,
+    name: id,
+    config: null as never,
+    labels: { app: id },
+    annotations: {},
+    runtimeHandler: '',
+    os: 'linux',
+    createdAtNanos: 1n,
+    hostname: id,
+    ip: '10.0.0.1',
+    pid: 1,
+    logDirectory: '/tmp',
+    ociSpec: null as never,
+    platform: {},
+    resources: undefined,
+    status: { state: SandboxState.READY, stoppedAtNanos: 0n },
+  });
+
+  it('allows READY -> NOTREADY and refuses NOTREADY -> READY with FailedPrecondition', () => {
+    const store = new SandboxStore();
+    store.add(record('s1'));
+    store.updateStatus('s1', (s) => ({ ...s, state: SandboxState.NOTREADY }));
+    const err = thrown(() => store.updateStatus('s1', (s) => ({ ...s, state: SandboxState.READY })));
+    expect(err.code).to.equal('FailedPrecondition');
+    expect(err.message).to.equal('pod sandbox s1 cannot go from SANDBOX_NOTREADY to SANDBOX_READY');
+    expect(store.list({ state: SandboxState.READY })).to.deep.equal([]);
+    expect(store.list({ state: SandboxState.NOTREADY }).map((s) => s.id)).to.deep.equal(['s1']);
+  });
+
+  it('notifies listeners of every status change', () => {
+    const store = new SandboxStore();
+    store.add(record('s2'));
+    const seen: number[] = [];
+    const off = store.onStatusChange((c) => seen.push(c.current.state));
+    store.updateStatus('s2', (s) => ({ ...s, state: SandboxState.NOTREADY }));
+    off();
+    expect(seen).to.deep.equal([SandboxState.NOTREADY]);
+  });
+});
+
+describe('runtime: list filters and id prefixes', () => {
+  let fx: RuntimeFixture;
+  beforeEach(async () => {
+    fx = await openRuntime();
+    await pull(fx.runtime, BUSYBOX);
+  });
+  afterEach(async () => fx.close());
+
+  it('filters containers by id prefix, state, sandbox and labels, alone and combined', async () => {
+    const a = await runSandbox(fx.runtime, { labels: { pod: 'a' } });
+    const b = await runSandbox(fx.runtime, { labels: { pod: 'b' } });
+    const a1 = await createContainer(fx.runtime, a, { command: ['top'], labels: { role: 'web', tier: '1' } });
+    const a2 = await createContainer(fx.runtime, a, { command: ['top'], labels: { role: 'db' } });
+    const b1 = await createContainer(fx.runtime, b, { command: ['top'], labels: { role: 'web', tier: '2' } });
+    await fx.runtime.startContainer({ container_id: a1 });
+    await fx.runtime.startContainer({ container_id: b1 });
+    const list = async (filter: Record<string, unknown>) =>
+      ((await fx.runtime.listContainers({ filter: { id: '', state: null, pod_sandbox_id: '', label_selector: {}, ...filter } })).containers ?? [])
+        .map((c) => c.id)
+        .sort();
+    expect(await list({})).to.deep.equal([a1, a2, b1].sort());
+    expect(await list({ id: a2.slice(0, 12) })).to.deep.equal([a2]);
+    expect(await list({ state: { state: ContainerState.RUNNING } })).to.deep.equal([a1, b1].sort());
+    expect(await list({ state: { state: ContainerState.CREATED } })).to.deep.equal([a2]);
+    expect(await list({ pod_sandbox_id: a.id })).to.deep.equal([a1, a2].sort());
+    expect(await list({ pod_sandbox_id: b.id.slice(0, 10) })).to.deep.equal([b1]);
+    expect(await list({ label_selector: { role: 'web' } })).to.deep.equal([a1, b1].sort());
+    expect(await list({ label_selector: { role: 'web', tier: '2' } })).to.deep.equal([b1]);
+    expect(await list({ label_selector: { role: 'web' }, pod_sandbox_id: a.id, state: { state: ContainerState.RUNNING } })).to.deep.equal([a1]);
+    expect(await list({ label_selector: { role: 'cache' } })).to.deep.equal([]);
+    expect(await list({ id: 'zz' })).to.deep.equal([]);
+  });
+
+  it('filters sandboxes by id prefix, state and labels', async () => {
+    const a = await runSandbox(fx.runtime, { labels: { pod: 'a', env: 'prod' } });
+    const b = await runSandbox(fx.runtime, { labels: { pod: 'b', env: 'prod' } });
+    await fx.runtime.stopPodSandbox({ pod_sandbox_id: b.id });
+    const list = async (filter: Record<string, unknown>) =>
+      ((await fx.runtime.listPodSandbox({ filter: { id: '', state: null, label_selector: {}, ...filter } })).items ?? []).map((s) => s.id).sort();
+    expect(await list({ label_selector: { env: 'prod' } })).to.deep.equal([a.id, b.id].sort());
+    expect(await list({ state: { state: SandboxState.READY } })).to.deep.equal([a.id]);
+    expect(await list({ state: { state: SandboxState.NOTREADY }, label_selector: { pod: 'b' } })).to.deep.equal([b.id]);
+    expect(await list({ id: a.id.slice(0, 8) })).to.deep.equal([a.id]);
+  });
+
+  it('accepts a unique id prefix in every RPC that takes an id, and names the id when it is unknown', async () => {
+    const sb = await runSandbox(fx.runtime);
+    const id = await createContainer(fx.runtime, sb, { command: ['top'] });
+    await fx.runtime.startContainer({ container_id: id.slice(0, 8) });
+    expect((await fx.runtime.containerStatus({ container_id: id.slice(0, 6), verbose: false })).status?.id).to.equal(id);
+    expect((await fx.runtime.podSandboxStatus({ pod_sandbox_id: sb.id.slice(0, 6), verbose: false })).status?.id).to.equal(sb.id);
+    const unknown = await rejection(fx.runtime.containerStatus({ container_id: 'nonexistent', verbose: false }));
+    expect(unknown.code).to.equal('NotFound');
+    expect(unknown.message).to.equal('container "nonexistent" not found');
+    const empty = await rejection(fx.runtime.containerStatus({ container_id: '', verbose: false }));
+    expect(empty.code).to.equal('InvalidArgument');
+    expect(empty.message).to.contain('container_id');
+  });
+});
