@@ -78,7 +78,18 @@ export interface BenchReport {
     /** Every start in the run (the list scenarios use a fresh runtime). */
     startupSamplesMs: number[];
     rssAtStartKiB: number;
-    memory: { liveContainers: number; rssBeforeKiB: number; rssAfterKiB: number; bytesPerContainer: number }[];
+    /**
+     * Per list size: RSS growth over the fresh runtime's baseline divided by the live pods
+     * (sandbox + running container), and for the step to this size the cost split into sandbox
+     * and running container.
+     */
+    memory: {
+      liveContainers: number;
+      rssBeforeKiB: number;
+      rssAfterKiB: number;
+      bytesPerContainer: number;
+      step?: { sandboxesAdded: number; bytesPerSandbox: number | null; containersAdded: number; bytesPerRunningContainer: number | null };
+    }[];
   };
   lifecycle: LifecycleComparison[];
   lists: ListComparison[];

@@ -180,37 +180,82 @@ async function tearDown(cri: CriClient, sandboxId: string | undefined, container
   }
 }
 
-/**
- * Adds live objects for the list scenarios: one ready sandbox with one running container per pod,
- * created `concurrency` at a time. Untimed setup; returns the number of pods added.
- */
-export async function addLivePods(
+export interface LiveSandbox {
+  id: string;
+  pod: PodShape;
+}
+
+/** Runs `count` items of `step` with `concurrency` workers; stops at the first failure or when the budget is spent. */
+async function bounded<T>(
+  count: number,
+  concurrency: number,
+  deadlineMs: number,
+  step: (index: number) => Promise<T>,
+): Promise<{ done: T[]; error?: string }> {
+  let next = 0;
+  const done: T[] = [];
+  let error: string | undefined;
+  const deadline = performance.now() + deadlineMs;
+  const worker = async (): Promise<void> => {
+    while (next < count && error === undefined) {
+      if (performance.now() > deadline) {
+        error = `setup exceeded its budget of ${deadlineMs} ms`;
+        return;
+      }
+      const index = next++;
+      try {
+        done.push(await step(index));
+      } catch (err) {
+        error ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, () => worker()));
+  return error === undefined ? { done } : { done, error };
+}
+
+export type SetupSettings = CallSettings & { concurrency: number; deadlineMs: number };
+
+/** Runs `count` ready sandboxes without Windows options (the list scenarios' live objects). Untimed. */
+export async function addLiveSandboxes(
   cri: CriClient,
   firstIndex: number,
   count: number,
+  settings: SetupSettings,
+): Promise<{ done: LiveSandbox[]; error?: string }> {
+  return bounded(count, settings.concurrency, settings.deadlineMs, async (i) => {
+    const pod: PodShape = { name: `live-${firstIndex + i}`, gmsa: false };
+    try {
+      const { pod_sandbox_id } = await unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig(pod) }, settings);
+      return { id: pod_sandbox_id, pod };
+    } catch (err) {
+      throw describe('RunPodSandbox', err);
+    }
+  });
+}
+
+/** Creates and starts one long-running container in each sandbox. Untimed. */
+export async function addLiveContainers(
+  cri: CriClient,
+  sandboxes: LiveSandbox[],
   image: string,
-  settings: CallSettings & { concurrency: number; deadlineMs: number },
-): Promise<number> {
-  let next = firstIndex;
-  const end = firstIndex + count;
-  let added = 0;
-  const deadline = performance.now() + settings.deadlineMs;
-  const worker = async (): Promise<void> => {
-    while (next < end) {
-      if (performance.now() > deadline) throw new Error(`setup of ${count} live pods exceeded ${settings.deadlineMs} ms (added ${added})`);
-      const pod: PodShape = { name: `live-${next++}`, gmsa: false };
-      const sandbox = sandboxConfig(pod);
-      const { pod_sandbox_id } = await unaryCall(cri.runtime, 'RunPodSandbox', { config: sandbox }, settings);
+  settings: SetupSettings,
+): Promise<{ done: string[]; error?: string }> {
+  return bounded(sandboxes.length, settings.concurrency, settings.deadlineMs, async (i) => {
+    const { id, pod } = sandboxes[i];
+    let step = 'CreateContainer';
+    try {
       const { container_id } = await unaryCall(
         cri.runtime,
         'CreateContainer',
-        { pod_sandbox_id, config: containerConfig(pod, image), sandbox_config: sandbox },
+        { pod_sandbox_id: id, config: containerConfig(pod, image), sandbox_config: sandboxConfig(pod) },
         settings,
       );
+      step = 'StartContainer';
       await unaryCall(cri.runtime, 'StartContainer', { container_id }, settings);
-      added++;
+      return container_id;
+    } catch (err) {
+      throw describe(step, err);
     }
-  };
-  await Promise.all(Array.from({ length: settings.concurrency }, () => worker()));
-  return added;
+  });
 }

@@ -85,6 +85,8 @@ function main() {
     say(`building ${tool.name} ${version} with ${go} into .tools/bin/${tool.name} (first build takes a few minutes)`);
     const args = [
       ...tool.build,
+      // go.sum is complete: a missing hash is an error, never a silent go.mod/go.sum update.
+      '-mod=readonly',
       '-trimpath',
       // Upstream's Makefile stamps the version the same way; crictl prints it in `crictl --version`.
       '-ldflags', `-X sigs.k8s.io/cri-tools/pkg/version.Version=${version}`,
@@ -95,8 +97,8 @@ function main() {
     const res = spawnSync('go', args, {
       cwd: moduleDir,
       stdio: 'inherit',
-      // Static binaries; -mod=readonly: go.sum is complete, a missing hash is an error, not an update.
-      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -mod=readonly`.trim() },
+      // Static binaries, as upstream's Makefile builds them.
+      env: { ...process.env, CGO_ENABLED: '0' },
     });
     if (res.error || res.status !== 0) {
       rmSync(partial, { force: true });

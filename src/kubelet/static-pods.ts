@@ -68,6 +68,8 @@ export function shouldRestart(pod: V1Pod, exitCode: number): boolean {
 
 export class StaticPodSyncLoop {
   private readonly backoffs = new Map<string, Backoff>();
+  /** The pods as admission returned them (credential specs inlined), by UID: restarts use these. */
+  private readonly admittedPods = new Map<string, V1Pod>();
 
   constructor(
     private readonly cri: CriClient,
@@ -109,15 +111,18 @@ export class StaticPodSyncLoop {
       if (desired.has(pod.uid)) continue;
       await deleteNodePod(this.cri, pod, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
       for (const k of this.backoffs.keys()) if (k.startsWith(`${pod.uid}/`)) this.backoffs.delete(k);
+      this.admittedPods.delete(pod.uid);
       deleted.push(`${pod.namespace}/${pod.name}`);
     }
 
     const admitted: V1Pod[] = [];
+    const admit = (pod: V1Pod) => admitPod(pod, { cluster, user: this.options.user, ...(this.options.designs === undefined ? {} : { designs: this.options.designs }) });
     for (const { pod } of loaded) {
-      const running = onNode.get(pod.metadata!.uid!);
+      const uid = pod.metadata!.uid!;
+      const running = onNode.get(uid);
       if (running === undefined) {
         // Admission happens once, when the pod is created.
-        const result = admitPod(pod, { cluster, user: this.options.user, ...(this.options.designs === undefined ? {} : { designs: this.options.designs }) });
+        const result = admit(pod);
         if (!result.allowed) {
           refused.push(`${key(pod)}: ${describeRejection(result.error)}`);
           continue;
@@ -129,11 +134,20 @@ export class StaticPodSyncLoop {
           if (c.state === 'waiting' && c.reason !== 'PodInitializing' && c.reason !== 'ContainerCreating') this.noteFailure(pod, c.name, c.reason);
         }
         started.push(key(pod));
+        this.admittedPods.set(uid, result.pod);
         admitted.push(result.pod);
         continue;
       }
-      admitted.push(pod);
-      if (await this.restartExited(pod, running, workerOptions, events)) restarted.push(key(pod));
+      // A pod found running that this loop did not start (the kubelet restarted): admission is
+      // pure, so admitting it again gives the spec it was started with.
+      let admittedPod = this.admittedPods.get(uid);
+      if (admittedPod === undefined) {
+        const result = admit(pod);
+        admittedPod = result.allowed ? result.pod : pod;
+        this.admittedPods.set(uid, admittedPod);
+      }
+      admitted.push(admittedPod);
+      if (await this.restartExited(admittedPod, running, workerOptions, events)) restarted.push(key(pod));
     }
 
     const after = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));

@@ -90,6 +90,8 @@ export function buildContainerSpec(os: 'linux' | 'windows', config: ContainerCon
     withEnv([...image.env, ...(os === 'linux' ? [`HOSTNAME=${sandbox.hostname}`] : []), ...envs]),
     withCwd(config.working_dir !== '' ? config.working_dir : image.workingDir),
     withImageUser(image.user),
+    // run_as_username on Linux names a user of the image (resolved like USER).
+    ...(os === 'linux' && sc?.run_as_username ? [withImageUser(sc.run_as_username)] : []),
     withLinuxUser(
       sc?.run_as_user ? Number(sc.run_as_user.value) : undefined,
       sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
@@ -153,6 +155,10 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
 
     const os = image.config.os;
+    // CRI NamespaceMode POD (0, also when unset) joins the pod's PID namespace on Linux, as
+    // containerd does; the kubelet sends CONTAINER unless the pod shares its process namespace.
+    const pidMode = config.linux?.security_context?.namespace_options?.pid ?? 0;
+    const sharesPodPid = os === 'linux' && sandbox.os === 'linux' && pidMode === 0;
     const logPath = config.log_path === ''
       ? join(ctx.settings.stateDir, 'containers', id, 'container.log')
       : isAbsolute(config.log_path) ? config.log_path : join(sandbox.logDirectory, config.log_path);
@@ -178,7 +184,8 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       resources: config.linux?.resources || config.windows?.resources
         ? { linux: config.linux?.resources ?? null, windows: config.windows?.resources ?? null }
         : null,
-      processes: new ProcessTable(),
+      processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
+      sharesPodPid,
       files: sandboxFiles(sandbox),
       live: newContainerLive(),
       status: initialContainerStatus(),

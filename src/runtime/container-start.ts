@@ -35,9 +35,9 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   ctx.containers.updateStatus(container.id, (s) => ({ ...s, starting: true }));
 
   const cleanup = new CleanupStack();
+  let startError: unknown;
   try {
     cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
-    let startError: unknown;
     try {
       const writer = await CriLogWriter.open(container.logPath, ctx.clock, (err) =>
         ctx.logger.warn({ err, containerId: container.id }, 'writing the container log failed'),
@@ -81,7 +81,8 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
       argv: container.ociSpec.process.args,
       env: processEnvironment(container),
       io: { stdout: (t) => writer.write('stdout', t), stderr: (t) => writer.write('stderr', t) },
-      init: true,
+      // In the pod's PID namespace the pause process is PID 1, not the container's command.
+      init: !container.sharesPodPid,
     });
   } catch (err) {
     if (err instanceof CommandNotFoundError) {
@@ -117,7 +118,7 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
  * all output in the file).
  */
 async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
-  container.processes.killAll('SIGKILL');
+  container.processes.killAll('SIGKILL', container.id);
   for (const exec of container.live.execs) exec.kill('SIGKILL');
   const writer = container.live.logWriter;
   container.live.logWriter = undefined;

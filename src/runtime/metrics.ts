@@ -39,7 +39,7 @@ export function listPodSandboxMetrics(ctx: RuntimeContext): ListPodSandboxMetric
           const values = [
             containerCpu(c, now).usageCoreNanos / 1_000_000_000n,
             BigInt(containerWorkingSet(c)),
-            BigInt(c.processes.size),
+            BigInt(c.processes.count(c.id)),
           ];
           const metrics: Metric[] = DESCRIPTORS.map((d, i) => ({
             name: d.name,

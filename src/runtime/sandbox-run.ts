@@ -7,11 +7,19 @@ import { ContainerEventType, publishEvent } from './events.js';
 import { newId } from './ids.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { ProcessTable } from './process/process-table.js';
 import { allocatePodIp } from './runtime-status.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 
 /** Where a sandbox's container logs go when its config names no log_directory. */
 export const runtimeLogDirectory = (ctx: RuntimeContext, sandboxId: string): string => join(ctx.settings.stateDir, 'pods', sandboxId);
+
+/** The pod's PID namespace with the sandbox's pause process as PID 1. */
+function pauseNamespace(sandboxId: string, argv: string[], now: bigint): ProcessTable {
+  const table = new ProcessTable();
+  table.add({ pid: table.allocatePid(), comm: 'pause', argv, startedAtNanos: now, cpuLoad: 0.00001, group: sandboxId, kill: () => undefined });
+  return table;
+}
 
 /**
  * RunPodSandbox: validates the config, reserves the sandbox name, gives the pod an IP and a
@@ -68,6 +76,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       logDirectory: config.log_directory !== '' ? config.log_directory : runtimeLogDirectory(ctx, id),
       ociSpec,
       platform: {},
+      processes: pauseNamespace(id, ociSpec.process.args, ctx.clock.nowNanos()),
       resources: undefined,
       status: { state: SandboxState.READY, stoppedAtNanos: 0n },
     };

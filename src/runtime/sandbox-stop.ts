@@ -31,6 +31,7 @@ export async function stopSandbox(ctx: RuntimeContext, sandbox: SandboxRecord): 
   await Promise.all(ctx.containers.inGroup(sandbox.id).map((c) => forceStop(ctx, c)));
   if (sandbox.status.state === SandboxState.READY && ctx.sandboxes.get(sandbox.id) !== undefined) {
     ctx.sandboxes.updateStatus(sandbox.id, (s) => ({ ...s, state: SandboxState.NOTREADY, stoppedAtNanos: ctx.clock.nowNanos() }));
+    sandbox.processes.remove(1);
     ctx.logger.info({ podSandboxId: sandbox.id }, 'pod sandbox stopped');
     publishEvent(ctx, sandbox.id, sandbox.id, ContainerEventType.STOPPED);
   }

@@ -41,7 +41,7 @@ export function containerCpu(container: ContainerRecord, now: bigint): CpuSample
   const { startedAtNanos, finishedAtNanos, state } = container.status;
   if (startedAtNanos === 0n) return { usageCoreNanos: container.live.execCpuNanos, usageNanoCores: 0 };
   const end = state === ContainerState.RUNNING || finishedAtNanos === 0n ? now : finishedAtNanos;
-  const load = (container.processes.get(1)?.cpuLoad ?? 0.001) * (0.8 + 0.4 * jitter(container.id));
+  const load = (container.live.process?.cpuLoad ?? 0.001) * (0.8 + 0.4 * jitter(container.id));
   const ran = end > startedAtNanos ? end - startedAtNanos : 0n;
   const usageCoreNanos = BigInt(Math.round(Number(ran) * load)) + container.live.execCpuNanos;
   const running = state === ContainerState.RUNNING;
@@ -51,7 +51,7 @@ export function containerCpu(container: ContainerRecord, now: bigint): CpuSample
 export function containerWorkingSet(container: ContainerRecord): number {
   if (container.status.state !== ContainerState.RUNNING) return 0;
   const base = container.os === 'windows' ? 48 * 1024 * 1024 : 2 * 1024 * 1024;
-  return Math.round(base * (1 + jitter(container.id)) + container.processes.size * 512 * 1024);
+  return Math.round(base * (1 + jitter(container.id)) + container.processes.count(container.id) * 512 * 1024);
 }
 
 function memoryLimit(container: ContainerRecord): number {
@@ -132,7 +132,7 @@ export function buildPodSandboxStats(ctx: RuntimeContext, sandbox: SandboxRecord
   }
   const ready = sandbox.status.state === SandboxState.READY;
   const uptime = ready ? Number((now - sandbox.createdAtNanos) / 1_000_000n) : 0;
-  const processCount = containers.reduce((n, c) => n + c.processes.size, ready ? 1 : 0);
+  const processCount = containers.reduce((n, c) => n + c.processes.count(c.id), ready ? 1 : 0);
   const attributes = { id: sandbox.id, metadata: sandbox.config.metadata, labels: sandbox.labels, annotations: sandbox.annotations };
   const cpu = { timestamp: ts, usage_core_nano_seconds: u64(cpuNanos), usage_nano_cores: u64(nanoCores) };
   const rx = Math.round(uptime * 0.8);

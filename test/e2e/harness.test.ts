@@ -50,9 +50,10 @@ describe('e2e harness: startRuntime', function () {
   });
 
   it('rejects after the ready timeout when the line never comes, and kills the process', async () => {
+    const before = liveRuntimes().length;
     const err = await startRuntime({ ...standIn('silent'), readyTimeoutMs: 500 }).then(() => undefined, (e: Error) => e);
     expect(err?.message).to.contain(`did not log "${READY_TEXT}" within 500 ms`);
-    expect(liveRuntimes()).to.have.length(0);
+    expect(liveRuntimes()).to.have.length(before);
   });
 
   it('uses SIGKILL when SIGTERM is ignored, and says so', async () => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCriClient, type CriClient } from '../../src/cri/proto.js';
+import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
 import { listNodePods } from '../../src/kubelet/node-pods.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
@@ -109,6 +109,19 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
     const fourth = await loop.syncOnce();
     expect(fourth.restarted).to.deep.equal(['default/crash']);
     expect(row(fourth, 'crash')!.restarts).to.equal(2);
+  });
+
+  it('a restarted container keeps the credential spec admission inlined', async () => {
+    const gmsa = '  serviceAccountName: webapp\n  securityContext:\n    windowsOptions:\n      gmsaCredentialSpecName: webapplication1\n';
+    await writeFile(join(manifests, 'gmsa.yaml'), podYaml('gmsa-crash', ['cmd', '/c', 'exit 1'], 'Always', 'contoso-apps', gmsa));
+    await loop.syncOnce();
+    await exited('gmsa-crash');
+    expect((await loop.syncOnce()).restarted).to.deep.equal(['contoso-apps/gmsa-crash']);
+    const pod = (await listNodePods(cri)).find((p) => p.name === 'gmsa-crash')!;
+    const restarted = pod.containers.find((c) => c.attempt === 1)!;
+    // The runtime's verbose status echoes the config it was given (crictl inspect shows it).
+    const status = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: restarted.id, verbose: true });
+    expect(JSON.stringify(status.info)).to.include('WebApplication1');
   });
 
   it('keeps the app container waiting while a failing init container backs off', async () => {

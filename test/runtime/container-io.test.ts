@@ -6,7 +6,7 @@ import { dir, type DirectoryResult } from 'tmp-promise';
 import { systemClock } from '../../src/runtime/clock.js';
 import { CriLogWriter, formatLogRecord, MAX_LOG_LINE_BYTES } from '../../src/runtime/logging/cri-log-writer.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
-import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, STOPPED_EVENT, waitForEvent, type RuntimeFixture } from './helpers.js';
+import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, securityContext, STOPPED_EVENT, waitForEvent, type RuntimeFixture } from './helpers.js';
 
 /** `<RFC3339Nano> stdout|stderr P|F <text>` */
 const CRI_LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z) (stdout|stderr) ([PF]) (.*)$/;
@@ -149,6 +149,37 @@ describe('runtime: container logs, exec and stats', () => {
     expect(err.message).to.contain('timed out after 1s');
     const check = await fx.runtime.execSync({ container_id: id, cmd: ['sh', '-c', 'pgrep sleep || true'], timeout: '30' });
     expect(String(check.stdout).trim()).to.equal('');
+  });
+
+  it('derives what commands see from the config: sysctls, DNS, hostname, run-as user, read-only root', async () => {
+    const sb = await runSandbox(fx.runtime, {
+      hostname: 'dns-pod',
+      dns_config: { servers: ['10.10.10.10'], searches: ['google.com'], options: ['ndots:8'] },
+      linux: { cgroup_parent: '', security_context: null, sysctls: { 'kernel.shm_rmid_forced': '1' }, overhead: null, resources: null },
+    });
+    const sc = securityContext;
+    const id = await createContainer(fx.runtime, sb, { command: ['top'], linux: { resources: null, security_context: sc({ run_as_username: 'nobody' }) } });
+    await fx.runtime.startContainer({ container_id: id });
+    const exec = async (cmd: string[]) => String((await fx.runtime.execSync({ container_id: id, cmd, timeout: '5' })).stdout);
+    expect(await exec(['cat', '/proc/sys/kernel/shm_rmid_forced'])).to.equal('1\n');
+    expect(await exec(['cat', '/etc/resolv.conf'])).to.equal('nameserver 10.10.10.10\nsearch google.com\noptions ndots:8\n');
+    expect(await exec(['hostname'])).to.equal('dns-pod\n');
+    expect(await exec(['id', '-nu'])).to.equal('nobody\n');
+    expect(await exec(['id', '-u'])).to.equal('65534\n');
+    const ro = await createContainer(fx.runtime, sb, {
+      command: ['sh', '-c', "touch test.go && [ -f test.go ] && echo 'Found'"],
+      linux: { resources: null, security_context: sc({ readonly_rootfs: true }) },
+      log_path: '',
+    });
+    const rw = await createContainer(fx.runtime, sb, { command: ['sh', '-c', "touch test.go && [ -f test.go ] && echo 'Found'"] });
+    for (const c of [ro, rw]) {
+      const done = waitForEvent(fx.runtime, (ev) => ev.container_id === c && ev.container_event_type === STOPPED_EVENT);
+      await fx.runtime.startContainer({ container_id: c });
+      await done;
+    }
+    const logOf = async (c: string) => parseLog(await readFile((await fx.runtime.containerStatus({ container_id: c, verbose: false })).status?.log_path ?? '', 'utf8'));
+    expect((await logOf(ro)).map((r) => [r.stream, r.text])).to.deep.equal([['stderr', 'touch: test.go: Read-only file system']]);
+    expect((await logOf(rw)).map((r) => [r.stream, r.text])).to.deep.equal([['stdout', 'Found']]);
   });
 
   it('refuses ExecSync in a container that is not running', async () => {

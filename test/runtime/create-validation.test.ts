@@ -1,29 +1,6 @@
 import { expect } from 'chai';
 import type { LinuxContainerSecurityContext__Output } from '../../src/generated/runtime/v1/LinuxContainerSecurityContext.js';
-import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
-
-function securityContext(overrides: Partial<LinuxContainerSecurityContext__Output>): LinuxContainerSecurityContext__Output {
-  return {
-    capabilities: null,
-    privileged: false,
-    namespace_options: null,
-    selinux_options: null,
-    run_as_user: null,
-    run_as_username: '',
-    readonly_rootfs: false,
-    supplemental_groups: [],
-    apparmor_profile: '',
-    seccomp_profile_path: '',
-    no_new_privs: false,
-    run_as_group: null,
-    masked_paths: [],
-    readonly_paths: [],
-    seccomp: null,
-    apparmor: null,
-    supplemental_groups_policy: 0,
-    ...overrides,
-  };
-}
+import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, securityContext, type RuntimeFixture } from './helpers.js';
 
 describe('runtime: create-time validation', () => {
   let fx: RuntimeFixture;

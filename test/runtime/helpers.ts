@@ -1,4 +1,5 @@
 import { dir, type DirectoryResult } from 'tmp-promise';
+import type { LinuxContainerSecurityContext__Output } from '../../src/generated/runtime/v1/LinuxContainerSecurityContext.js';
 import type { ContainerConfig__Output } from '../../src/generated/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../../src/generated/runtime/v1/PodSandboxConfig.js';
 import { NodeRuntime, type NodeRuntimeOptions } from '../../src/runtime/node-runtime.js';
@@ -125,3 +126,26 @@ export function waitForEvent(runtime: NodeRuntime, match: (ev: { container_id?: 
 }
 
 export const STOPPED_EVENT = 2;
+
+export function securityContext(overrides: Partial<LinuxContainerSecurityContext__Output>): LinuxContainerSecurityContext__Output {
+  return {
+    capabilities: null,
+    privileged: false,
+    namespace_options: null,
+    selinux_options: null,
+    run_as_user: null,
+    run_as_username: '',
+    readonly_rootfs: false,
+    supplemental_groups: [],
+    apparmor_profile: '',
+    seccomp_profile_path: '',
+    no_new_privs: false,
+    run_as_group: null,
+    masked_paths: [],
+    readonly_paths: [],
+    seccomp: null,
+    apparmor: null,
+    supplemental_groups_policy: 0,
+    ...overrides,
+  };
+}

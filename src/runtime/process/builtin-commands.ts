@@ -36,7 +36,11 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   for (const name of ['httpd', 'httpd-foreground']) {
     registry.register(name, httpd, { traps: ['SIGTERM', 'SIGINT', 'SIGWINCH', 'SIGHUP', 'SIGUSR1'], cpuLoad: 0.003 });
   }
-  registry.register('nginx', nginx, { traps: ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP'], cpuLoad: 0.002 });
+  registry.register('nginx', nginx, {
+    traps: ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP'],
+    cpuLoad: 0.002,
+    processTitle: (argv) => `nginx: master process ${argv.join(' ')}`,
+  });
   registry.register('ServiceMonitor', serviceMonitor, { traps: ['SIGTERM', 'SIGINT'], cpuLoad: 0.004 });
   registry.register('ping', ping);
   registry.register('tail', tail);
@@ -368,6 +372,14 @@ async function cat(ctx: CommandContext): Promise<number> {
       ctx.stdout(ctx.stdin);
       continue;
     }
+    const proc = /^\/proc\/(\d+|self)\/cmdline$/.exec(containerPath(ctx.target, f));
+    if (proc !== null) {
+      const entry = ctx.target.processes.get(proc[1] === 'self' ? ctx.pid : Number(proc[1]));
+      if (entry !== undefined) {
+        ctx.stdout(entry.title ?? `${entry.argv.join('\0')}\0`);
+        continue;
+      }
+    }
     const local = ctx.target.files.get(containerPath(ctx.target, f));
     if (local !== undefined) {
       ctx.stdout(local);
@@ -402,13 +414,14 @@ async function ls(ctx: CommandContext): Promise<number> {
       } catch {
         names = undefined;
       }
-    } else if (posix.normalize(path) === '/') {
+    } else if (containerPath(ctx.target, path) === '/') {
       names = ROOT_ENTRIES;
     } else {
-      const prefix = path.endsWith('/') ? path : `${path}/`;
+      const full = containerPath(ctx.target, path);
+      const prefix = full.endsWith('/') ? full : `${full}/`;
       const inDir = [...ctx.target.files.keys()].filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length).split('/')[0] as string);
       if (inDir.length > 0) names = [...new Set(inDir)].sort();
-      else if (ctx.target.files.has(path)) names = [path];
+      else if (ctx.target.files.has(full)) names = [path];
     }
     if (names === undefined) {
       ctx.stderr(`ls: ${path}: No such file or directory\n`);
@@ -427,8 +440,10 @@ const PASSWD: Record<string, number> = { root: 0, daemon: 1, bin: 2, sys: 3, 'ww
 function id(ctx: CommandContext): number {
   const user = ctx.target.ociSpec.process.user;
   const named = ctx.target.user;
-  const uid = user.uid ?? PASSWD[named] ?? (/^[0-9]+$/.test(named) ? Number(named) : 0);
-  const gid = user.gid ?? uid;
+  // A user given by name resolves through the image's passwd (uid stays at the base 0 otherwise).
+  const byName = user.username !== undefined ? PASSWD[user.username] : undefined;
+  const uid = byName ?? user.uid ?? PASSWD[named] ?? (/^[0-9]+$/.test(named) ? Number(named) : 0);
+  const gid = byName ?? user.gid ?? uid;
   const groups = [...new Set([gid, ...(user.additionalGids ?? [])])];
   const nameOf = (n: number): string | undefined => Object.entries(PASSWD).find(([, v]) => v === n)?.[0];
   const flags = ctx.argv.slice(1).filter((a) => a.startsWith('-')).join('').replace(/-/g, '');

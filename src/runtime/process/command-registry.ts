@@ -71,6 +71,8 @@ export interface CommandOptions {
   shellBuiltin?: boolean;
   /** Nominal CPU load while it runs, in cores (stats). Default 0.001. */
   cpuLoad?: number;
+  /** The command line the program shows in /proc/<pid>/cmdline when it rewrites it. */
+  processTitle?: (argv: readonly string[]) => string;
 }
 
 export interface RegisteredCommand {

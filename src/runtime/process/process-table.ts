@@ -7,13 +7,17 @@ export interface ProcessEntry {
   startedAtNanos: bigint;
   /** Nominal CPU load in cores, for stats. */
   cpuLoad: number;
+  /** The container the process belongs to (several share a table in a pod PID namespace). */
+  readonly group: string;
+  /** What /proc/<pid>/cmdline shows when the program rewrites it (nginx: "master process …"). */
+  title?: string;
   /** Delivers a signal to the process. */
   kill(signal: string): void;
 }
 
 /**
- * A container's PID namespace: pids start at 1 (the container's init process) and are never
- * reused while the container exists.
+ * A PID namespace: a container's own (pids start at 1 with its init process) or a pod's, shared
+ * by the containers that join it (pid 1 is the sandbox's pause process). Pids are never reused.
  */
 export class ProcessTable {
   private nextPid = 1;
@@ -35,16 +39,27 @@ export class ProcessTable {
     return this.entries.get(pid);
   }
 
-  list(): ProcessEntry[] {
-    return [...this.entries.values()].sort((a, b) => a.pid - b.pid);
+  /** Processes in pid order; with `group`, only that container's. */
+  list(group?: string): ProcessEntry[] {
+    const all = [...this.entries.values()].sort((a, b) => a.pid - b.pid);
+    return group === undefined ? all : all.filter((e) => e.group === group);
   }
 
   get size(): number {
     return this.entries.size;
   }
 
-  /** Sends a signal to every process (the kernel does this with SIGKILL when init exits). */
-  killAll(signal: string): void {
-    for (const entry of this.list()) entry.kill(signal);
+  count(group: string): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.group === group) n++;
+    return n;
+  }
+
+  /**
+   * Sends a signal to every process of a container (the kernel does this with SIGKILL when a
+   * container's init exits), or to all processes without `group`.
+   */
+  killAll(signal: string, group?: string): void {
+    for (const entry of this.list(group)) entry.kill(signal);
   }
 }

@@ -72,8 +72,11 @@ export class SimulatedProcess {
       argv: this.argv,
       startedAtNanos: this.startedAtNanos,
       cpuLoad: command.options.cpuLoad ?? 0.001,
+      group: target.containerId,
       kill: (signal) => this.kill(signal),
     };
+    const title = command.options.processTitle?.(this.argv);
+    if (title !== undefined) this.entry.title = title;
     target.processes.add(this.entry);
     const run = this.run();
     this.exited = Promise.race([run, killed]).then((exitCode) => {
@@ -94,6 +97,11 @@ export class SimulatedProcess {
     const command = options.registry.lookup(program);
     if (command === undefined) throw new CommandNotFoundError(program);
     return new SimulatedProcess(command, options);
+  }
+
+  /** Nominal CPU load of the program running now, in cores. */
+  get cpuLoad(): number {
+    return this.entry.cpuLoad;
   }
 
   get hasExited(): boolean {
@@ -160,6 +168,9 @@ export class SimulatedProcess {
         this.entry.comm = next.name;
         this.entry.argv = newArgv;
         this.entry.cpuLoad = next.options.cpuLoad ?? 0.001;
+        const title = next.options.processTitle?.(newArgv);
+        if (title === undefined) delete this.entry.title;
+        else this.entry.title = title;
         return this.runCommand(next, newArgv, newIo ?? io, newIo?.env ?? env);
       },
     };

@@ -69,8 +69,10 @@ export interface ContainerRecord {
   /** The effective user name commands print (`root`, `1002`, `ContainerUser`). */
   user: string;
   resources: ContainerResources | null;
-  /** Processes in the container's PID namespace and its private files. */
+  /** The PID namespace the container's processes live in (its own, or the pod's) and its private files. */
   readonly processes: ProcessTable;
+  /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
+  readonly sharesPodPid: boolean;
   readonly files: Map<string, string>;
   readonly live: ContainerLive;
   status: ContainerStatusData;

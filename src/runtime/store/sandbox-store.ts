@@ -1,5 +1,6 @@
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { OciSpec } from '../oci/spec.js';
+import type { ProcessTable } from '../process/process-table.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 
 /** runtime.v1.PodSandboxState */
@@ -31,6 +32,8 @@ export interface SandboxRecord {
   readonly ociSpec: OciSpec;
   /** Free-form platform state (the Windows path keeps its sandbox data here). */
   readonly platform: Record<string, unknown>;
+  /** The pod's PID namespace; the pause process is PID 1. */
+  readonly processes: ProcessTable;
   /** Resources from UpdatePodSandboxResources. */
   resources: { overhead: unknown; resources: unknown } | undefined;
   status: SandboxStatusData;
