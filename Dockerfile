@@ -10,13 +10,16 @@
 # Versions: Node 20 (package.json engines), Go 1.24 (tools/cri-tools/go.mod says go 1.24.1).
 
 ARG NODE_IMAGE=node:20-bookworm-slim
+# The full image for the Go build: the slim one has no CA certificates, which Go's module
+# downloads need (Node carries its own).
+ARG NODE_BUILD_IMAGE=node:20-bookworm
 ARG GO_IMAGE=golang:1.24-bookworm
 
 FROM ${GO_IMAGE} AS go
 
 # The build script is JavaScript, so this stage is Node with the Go toolchain copied in
 # (Go's distribution is self-contained under /usr/local/go).
-FROM ${NODE_IMAGE} AS cri-tools
+FROM ${NODE_BUILD_IMAGE} AS cri-tools
 COPY --from=go /usr/local/go /usr/local/go
 # CI=true: a missing or failing Go build is an error here, never a silent skip.
 ENV PATH=/usr/local/go/bin:$PATH \

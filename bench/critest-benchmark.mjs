@@ -53,7 +53,7 @@ for (const [file, hint] of [
 }
 
 const { startRuntime } = await import(join(compiled, 'runtime-process.js'));
-const { parseCritestResults, summarizeCritestResults } = await import(join(compiled, 'critest-results.js'));
+const { parseCritestResults, startFromScratchMedianMs, summarizeCritestResults } = await import(join(compiled, 'critest-results.js'));
 
 // Images the runtime's fake registry knows (REFERENCE.md §3); critest pulls and removes them.
 const PULL_IMAGE = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
@@ -116,7 +116,9 @@ try {
   exitCode = code ?? 1;
   process.stdout.write(`critest exited ${code ?? signal} after ${((performance.now() - started) / 1000).toFixed(1)} s (log: ${join(resultsDir, 'critest.log')})\n`);
 
-  const summary = { command: `critest ${args.join(' ')}`, exitCode: code, signal, samples, parallel, results: {} };
+  const startFromScratchMs = startFromScratchMedianMs(readFileSync(join(resultsDir, 'critest.log'), 'utf8'));
+  const summary = { command: `critest ${args.join(' ')}`, exitCode: code, signal, samples, parallel, startFromScratchMs, results: {} };
+  process.stdout.write(`start a container from scratch (critest fails it at 5 s): ${startFromScratchMs ?? 'not found in the log'} ms\n`);
   for (const name of readdirSync(outDir).filter((f) => f.endsWith('.json')).sort()) {
     copyFileSync(join(outDir, name), join(resultsDir, name));
     const set = parseCritestResults(name, JSON.parse(readFileSync(join(outDir, name), 'utf8')));

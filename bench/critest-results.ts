@@ -67,3 +67,26 @@ export function summarizeCritestResults(set: CritestResultsSet): CritestSummary 
     lifecycle: whole.length > 0 ? summarize(whole) : null,
   };
 }
+
+const GO_DURATION_UNITS_MS: Record<string, number> = { ns: 1e-6, 'µs': 1e-3, us: 1e-3, ms: 1, s: 1000, m: 60000 };
+
+/** A Go duration string ("5ms", "1.5s", "1m2.5s", "0s") in milliseconds; null when it is not one. */
+export function parseGoDurationMs(text: string): number | null {
+  if (text === '0' || text === '0s') return 0;
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|µs|us|ms|s|m)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) return null;
+  return parts.reduce((ms, p) => ms + Number(p[1]) * GO_DURATION_UNITS_MS[p[2]], 0);
+}
+
+/**
+ * The "start a container from scratch" measurement from critest's output (a gmeasure table row
+ * `create PodSandbox and container [duration] | N | min | median | mean | stddev | max`); critest
+ * fails the spec at 5 s. Returns the median in ms, or null when the row is absent.
+ */
+export function startFromScratchMedianMs(critestOutput: string): number | null {
+  const row = /create PodSandbox and container \[duration\]\s*\|([^\n]*)/.exec(critestOutput);
+  if (!row) return null;
+  const cells = row[1].split('|').map((c) => c.trim());
+  // cells: N, min, median, mean, stddev, max
+  return cells.length >= 3 ? parseGoDurationMs(cells[2]) : null;
+}

@@ -48,6 +48,11 @@ export interface ListComparison {
   ratios: LatencyRatios;
   /** Mean time inside the runtime's handler (from its metrics, with --metrics): the rest is wire and client. */
   runtimeHandlerMeanMs?: number;
+  /**
+   * The same list through the real crictl (a Go client, like the kubelet): wall time of
+   * `crictl ps -a -q` / `crictl pods -q`, and of `crictl version` (process start + one small RPC).
+   */
+  crictl?: { runtime: LatencySummary; floor: LatencySummary; versionBaseline: LatencySummary };
 }
 
 export interface TargetCheck {
@@ -78,6 +83,8 @@ export interface BenchReport {
     /** Every start in the run (the list scenarios use a fresh runtime). */
     startupSamplesMs: number[];
     rssAtStartKiB: number;
+    /** With --metrics: the lifecycle runtime's CPU, GC and event-loop figures at the end of the lifecycle runs. */
+    processAfterLifecycle?: Record<string, number>;
     /**
      * Per list size: RSS growth over the fresh runtime's baseline divided by the live pods
      * (sandbox + running container), and for the step to this size the cost split into sandbox

@@ -34,3 +34,30 @@ export function meanHandlerMs(before: HandlerTotals, after: HandlerTotals): numb
   const calls = after.count - before.count;
   return calls > 0 ? ((after.sum - before.sum) / calls) * 1000 : null;
 }
+
+/**
+ * The runtime process's own figures from prom-client's default metrics (prefixed cri_winsim_):
+ * CPU seconds, GC seconds by kind, event-loop lag percentiles. Evidence for where time went.
+ */
+export function processFigures(exposition: string): Record<string, number> {
+  const wanted = [
+    /^cri_winsim_process_cpu_seconds_total /,
+    /^cri_winsim_nodejs_gc_duration_seconds_sum\{kind="[a-z]+"\} /,
+    /^cri_winsim_nodejs_eventloop_lag_(p50|p90|p99|max)_seconds /,
+    /^cri_winsim_nodejs_heap_size_used_bytes /,
+    /^cri_winsim_process_resident_memory_bytes /,
+  ];
+  const out: Record<string, number> = {};
+  for (const line of exposition.split('\n')) {
+    if (!wanted.some((w) => w.test(line))) continue;
+    const at = line.lastIndexOf(' ');
+    out[line.slice(0, at).replace(/^cri_winsim_/, '')] = Number(line.slice(at + 1));
+  }
+  return out;
+}
+
+export async function scrapeProcessFigures(url: string): Promise<Record<string, number>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
+  return processFigures(await res.text());
+}

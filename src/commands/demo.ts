@@ -1,8 +1,44 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import type { AdMode } from '../demo/example-manifest.js';
 
-// Work in progress: replaced by the real command.
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+interface DemoCommandOptions {
+  keep?: boolean;
+  example?: string;
+  node?: string;
+  adMode?: AdMode;
+  logLevel: string;
+  wide?: boolean;
+}
+
+/** The terminal's width, so the table fits it (unless --wide); undefined when stdout is not a terminal. */
+function terminalWidth(): number | undefined {
+  return process.stdout.isTTY === true ? process.stdout.columns : undefined;
+}
+
 export function demoCommand(): Command {
-  return new Command('demo').action(() => {
-    throw new Error('demo: not implemented yet');
-  });
+  return new Command('demo')
+    .description(
+      'Run the bundled examples on a simulated Windows node: a runtime on a temporary socket, the fake kubelet, a result table (exit 0 when every outcome is the expected one)',
+    )
+    .option('--keep', 'keep the runtime up after the table (until Ctrl-C) to explore it with crictl')
+    .option('--example <path>', 'run this example (an expect.yaml or its directory, e.g. examples/stories/hostprocess) instead of the bundled demo')
+    .option('--node <file>', "node file (default: the example's, else the embedded WINNODE1)")
+    .addOption(new Option('--ad-mode <mode>', "override the example's AD mode").choices(['strict', 'realistic']))
+    .addOption(new Option('--log-level <level>', "level of the runtime's own log on stderr").choices(LOG_LEVELS).default('silent'))
+    .option('--wide', 'never cut the MESSAGE column to fit the terminal')
+    .action(async (options: DemoCommandOptions) => {
+      const { runDemo } = await import('../demo/demo-session.js');
+      const width = options.wide === true ? undefined : terminalWidth();
+      const result = await runDemo({
+        keep: options.keep === true,
+        logLevel: options.logLevel,
+        ...(options.example === undefined ? {} : { example: options.example }),
+        ...(options.node === undefined ? {} : { node: options.node }),
+        ...(options.adMode === undefined ? {} : { adMode: options.adMode }),
+        ...(width === undefined ? {} : { tableWidth: width }),
+      });
+      process.exitCode = result.exitCode;
+    });
 }

@@ -292,15 +292,21 @@ export class KubeconfigClusterSource implements ClusterSource {
       throw new Error(`${this.description}: cannot load the Kubernetes client${hint}: ${(err as Error).message}`);
     }
     const config = new k8s.KubeConfig();
+    let core, rbac, custom;
     try {
       config.loadFromFile(this.kubeconfigPath);
-      if (this.context !== undefined) config.setCurrentContext(this.context);
+      // setCurrentContext accepts any name; the client fails later with "No active cluster!".
+      if (this.context !== undefined) {
+        if (config.getContextObject(this.context) === null) throw new Error(`context "${this.context}" does not exist`);
+        config.setCurrentContext(this.context);
+      }
+      if (config.getCurrentCluster() === null) throw new Error(`context "${config.getCurrentContext()}" names no cluster`);
+      core = config.makeApiClient(k8s.CoreV1Api);
+      rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
+      custom = config.makeApiClient(k8s.CustomObjectsApi);
     } catch (err) {
       throw new Error(`${this.description}: ${(err as Error).message}`);
     }
-    const core = config.makeApiClient(k8s.CoreV1Api);
-    const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
-    const custom = config.makeApiClient(k8s.CustomObjectsApi);
     const listing = async <T>(what: string, list: () => Promise<{ items: T[] }>): Promise<T[]> => {
       try {
         return (await list()).items;

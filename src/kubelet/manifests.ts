@@ -21,13 +21,16 @@ export interface ManifestSource {
 export class ManifestError extends Error {
   readonly source: ManifestSource;
   readonly field?: FieldError;
+  /** Set when API validation refused a decoded, named object (kubectl's `The Pod "x" is invalid`). */
+  readonly invalidObject?: { readonly kind: string; readonly name: string };
 
-  constructor(source: ManifestSource, detail: string | FieldError) {
+  constructor(source: ManifestSource, detail: string | FieldError, invalidObject?: { readonly kind: string; readonly name: string }) {
     const text = typeof detail === 'string' ? detail : formatFieldError(detail);
     super(`${source.file}: document ${source.document}: ${text}`);
     this.name = 'ManifestError';
     this.source = source;
     if (typeof detail !== 'string') this.field = detail;
+    if (invalidObject !== undefined) this.invalidObject = invalidObject;
   }
 }
 
@@ -56,7 +59,7 @@ export function parseDocuments(file: string, text: string): { documents: ParsedD
     if (!('errors' in doc)) return; // an empty stream after the last separator
     const yamlError = doc.errors[0];
     if (yamlError !== undefined) {
-      const where = yamlError.linePos?.[0];
+      const where = yamlError.linePos?.[0] ?? linePosition(text, yamlError.pos[0]);
       const at = where === undefined ? '' : ` (line ${where.line}, column ${where.col})`;
       errors.push(new ManifestError(source, `invalid YAML: ${firstLine(yamlError.message)}${at}`));
       return;
@@ -69,6 +72,14 @@ export function parseDocuments(file: string, text: string): { documents: ParsedD
 }
 
 const firstLine = (s: string): string => s.split('\n')[0] ?? s;
+
+/** 1-based line and column of a character offset, for parse errors. */
+function linePosition(text: string, offset: number | undefined): { line: number; col: number } | undefined {
+  if (offset === undefined || offset < 0) return undefined;
+  const before = text.slice(0, Math.min(offset, text.length));
+  const lineStart = before.lastIndexOf('\n') + 1;
+  return { line: before.split('\n').length, col: before.length - lineStart + 1 };
+}
 
 // ---- shape checking: the decoding step, which rejects wrong types before validation ----
 
@@ -259,7 +270,9 @@ export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions
 
   const validationErrors = validatePod(pod, options.validation ?? defaultPodValidationOptions);
   if (validationErrors.length > 0) {
-    return fail(...validationErrors.map((e) => (kind === 'Pod' || !e.path.startsWith('spec') ? e : { ...e, path: prefix + e.path })));
+    const object = { kind: 'Pod', name: metadata.name ?? '' };
+    const located = validationErrors.map((e) => (kind === 'Pod' || !e.path.startsWith('spec') ? e : { ...e, path: prefix + e.path }));
+    return { errors: located.map((e) => new ManifestError(doc.source, e, object)) };
   }
   if (metadata.uid === undefined || metadata.uid === '') {
     metadata.uid = stableUid(`${doc.source.file}#${doc.source.document}:${JSON.stringify(pod)}`);

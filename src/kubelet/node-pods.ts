@@ -19,6 +19,13 @@ export interface NodeContainer {
   readonly exitCode?: number;
   readonly reason?: string;
   readonly message?: string;
+  /** Nanoseconds since the epoch, as the runtime reports them ('0' when not reached). */
+  readonly createdAt?: string;
+  readonly startedAt?: string;
+  readonly finishedAt?: string;
+  /** The image as the kubelet asked for it, and the runtime's image id. */
+  readonly image?: string;
+  readonly imageRef?: string;
 }
 
 export interface NodePod {
@@ -33,6 +40,8 @@ export interface NodePod {
   /** Every sandbox of the pod (older attempts included), newest first. */
   readonly sandboxIds: readonly string[];
   readonly containers: readonly NodeContainer[];
+  /** The newest sandbox's IP (PodSandboxStatus), '' when it has none. */
+  readonly podIp?: string;
 }
 
 const containerStates: readonly NodeContainerState[] = ['Created', 'Running', 'Exited', 'Unknown'];
@@ -63,19 +72,22 @@ export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}
     for (const c of own) {
       const state = containerStates[c.state] ?? 'Unknown';
       const base = { id: c.id, name: c.labels[KubernetesContainerNameLabel] ?? c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state };
-      if (state !== 'Exited') {
-        details.push(base);
-        continue;
-      }
-      // Only ContainerStatus carries the exit code and reason.
-      const status = (await unaryCall(cri.runtime, 'ContainerStatus', { container_id: c.id, verbose: false }, call)).status;
+      // Only ContainerStatus carries start and finish times, the exit code and the reason.
+      const status = await containerStatus(cri, c.id, call);
+      if (status === undefined) continue; // removed between the list and the status call
       details.push({
         ...base,
-        exitCode: status?.exit_code ?? 0,
-        ...(status?.reason ? { reason: status.reason } : {}),
-        ...(status?.message ? { message: status.message } : {}),
+        createdAt: status.created_at,
+        startedAt: status.started_at,
+        finishedAt: status.finished_at,
+        image: c.image?.user_specified_image || c.image?.image || status.image?.image || '',
+        imageRef: status.image_ref || c.image_ref,
+        ...(state === 'Exited' ? { exitCode: status.exit_code } : {}),
+        ...(status.reason ? { reason: status.reason } : {}),
+        ...(status.message ? { message: status.message } : {}),
       });
     }
+    const podIp = newest.state === 0 ? await sandboxIp(cri, newest.id, call) : '';
     pods.push({
       uid,
       name: newest.labels[KubernetesPodNameLabel] ?? newest.metadata?.name ?? '',
@@ -85,9 +97,28 @@ export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}
       createdAt: newest.created_at,
       sandboxIds: group.map((s) => s.id),
       containers: details,
+      podIp,
     });
   }
   return pods.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+}
+
+async function containerStatus(cri: CriClient, id: string, call: { timeoutMs: number }) {
+  try {
+    return (await unaryCall(cri.runtime, 'ContainerStatus', { container_id: id, verbose: false }, call)).status ?? undefined;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+async function sandboxIp(cri: CriClient, id: string, call: { timeoutMs: number }): Promise<string> {
+  try {
+    return (await unaryCall(cri.runtime, 'PodSandboxStatus', { pod_sandbox_id: id, verbose: false }, call)).status?.network?.ip ?? '';
+  } catch (err) {
+    if (isNotFound(err)) return '';
+    throw err;
+  }
 }
 
 /**

@@ -4,10 +4,17 @@
  * per restartPolicy with the kubelet's back-off (10 s doubling to 5 min: CrashLoopBackOff, and
  * ImagePullBackOff for pulls), and removes the kubelet's pods whose file is gone or changed (a
  * changed file gives a new pod UID, as a static pod's UID is a hash of its content).
+ *
+ * run() is event-driven, not a poll: a pass follows a change in the directory (fs.watch, with a
+ * debounce so an editor's write-rename-chmod burst gives one pass), a container exit reported by
+ * the runtime's GetContainerEvents stream, or the end of a back-off; a slow resync (the kubelet's
+ * --sync-frequency, 1 min) covers events that were missed.
  */
+import { watch, type FSWatcher } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type * as grpc from '@grpc/grpc-js';
 import type { CriClient } from '../cri/proto.js';
 import { admitPod, describeRejection, type AdmissionContext } from './admission.js';
 import type { ClusterSource } from './cluster.js';
@@ -15,6 +22,8 @@ import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
 import { runPodOnce, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
+import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore } from './pod-records.js';
+import { nanosToTime } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
 
 export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
@@ -23,8 +32,12 @@ export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly user: UserInfo;
   readonly designs?: AdmissionContext['designs'];
   readonly manifests?: PodManifestOptions;
-  /** Time between passes of run(). */
+  /** run(): the slow resync that covers missed events (the kubelet's --sync-frequency, 1 min). */
   readonly intervalMs?: number;
+  /** run(): how long a burst of directory changes must be quiet before the pass (default 200 ms). */
+  readonly debounceMs?: number;
+  /** Where pod specs, waiting reasons and events are kept for `kubelet get` and `describe`. */
+  readonly records?: PodRecordStore;
   /** First restart delay (the kubelet's 10 s) and its cap (5 min). */
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
@@ -39,6 +52,8 @@ export interface StaticPodRow {
   readonly ready: string;
   readonly status: string;
   readonly restarts: number;
+  /** When the pod's sandbox was created (RFC 3339), for the AGE column. */
+  readonly startTime?: string;
 }
 
 export interface SyncReport {
@@ -112,12 +127,13 @@ export class StaticPodSyncLoop {
       await deleteNodePod(this.cri, pod, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
       for (const k of this.backoffs.keys()) if (k.startsWith(`${pod.uid}/`)) this.backoffs.delete(k);
       this.admittedPods.delete(pod.uid);
+      await this.options.records?.remove(pod.uid);
       deleted.push(`${pod.namespace}/${pod.name}`);
     }
 
     const admitted: V1Pod[] = [];
     const admit = (pod: V1Pod) => admitPod(pod, { cluster, user: this.options.user, ...(this.options.designs === undefined ? {} : { designs: this.options.designs }) });
-    for (const { pod } of loaded) {
+    for (const { pod, source } of loaded) {
       const uid = pod.metadata!.uid!;
       const running = onNode.get(uid);
       if (running === undefined) {
@@ -134,6 +150,7 @@ export class StaticPodSyncLoop {
           if (c.state === 'waiting' && c.reason !== 'PodInitializing' && c.reason !== 'ContainerCreating') this.noteFailure(pod, c.name, c.reason);
         }
         started.push(key(pod));
+        await this.options.records?.save(recordFirstSync(result.pod, source, outcome, new Date(this.now())));
         this.admittedPods.set(uid, result.pod);
         admitted.push(result.pod);
         continue;
@@ -156,6 +173,7 @@ export class StaticPodSyncLoop {
       const nodePod = after.get(pod.metadata!.uid!);
       if (nodePod === undefined) continue;
       rows.push(this.row(pod, nodePod));
+      await this.recordBackoffs(pod, nodePod);
     }
     return { started, restarted, deleted, refused, pods: rows, events };
   }
@@ -220,6 +238,13 @@ export class StaticPodSyncLoop {
       events: own,
     });
     events.push(...own.map((e) => ({ ...e, pod: `${pod.metadata!.namespace}/${pod.metadata!.name}` })));
+    const attempt = current === undefined ? 0 : current.attempt + 1;
+    const at = new Date(this.now());
+    await this.options.records?.update(pod.metadata!.uid!, (r) => ({
+      ...r,
+      containers: containerRecords(r.containers, [outcome], { [container.name]: attempt }),
+      events: mergeEvents(r.events, own, at),
+    }));
     // Each restart (and each failed start) pushes the next one further out; a first start of an
     // init container that simply follows the previous one does not.
     if (current !== undefined || outcome.state === 'waiting') this.noteFailure(pod, container.name, outcome.state === 'waiting' ? outcome.reason : undefined);
@@ -242,27 +267,141 @@ export class StaticPodSyncLoop {
       const waiting = current === undefined || (current.state === 'Exited' && shouldRestart(pod, current.exitCode ?? 0) && !(initNames.has(container.name) && current.exitCode === 0));
       if (backoff !== undefined && waiting && this.now() < backoff.notBefore) shown = initNames.has(container.name) ? `Init:${backoff.reason}` : backoff.reason;
     }
-    return { namespace: nodePod.namespace, name: nodePod.name, ready, status: shown, restarts };
+    const startTime = nanosToTime(nodePod.createdAt);
+    return { namespace: nodePod.namespace, name: nodePod.name, ready, status: shown, restarts, ...(startTime === undefined ? {} : { startTime }) };
   }
 
-  /** Runs passes until the signal aborts; a failed pass is reported and the loop goes on. */
-  async run(signal: AbortSignal, onPass: (report: SyncReport | Error) => void): Promise<void> {
-    const interval = this.options.intervalMs ?? 1000;
-    while (!signal.aborted) {
-      try {
-        onPass(await this.syncOnce());
-      } catch (err) {
-        onPass(err instanceof Error ? err : new Error(String(err)));
+  /**
+   * Containers held back by back-off wait with CrashLoopBackOff or ImagePullBackOff and the
+   * kubelet's message; recorded so that `kubelet get` in another process shows them too.
+   */
+  private async recordBackoffs(pod: V1Pod, nodePod: NodePod): Promise<void> {
+    const records = this.options.records;
+    if (records === undefined) return;
+    const latest = latestAttempts(nodePod);
+    const waiting: Record<string, ContainerRecord> = {};
+    for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+      const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
+      if (backoff === undefined || this.now() >= backoff.notBefore) continue;
+      const current = latest.get(container.name);
+      const message = `back-off ${formatBackoff(backoff.delayMs)} restarting failed container=${container.name} pod=${pod.metadata!.name}_${pod.metadata!.namespace}(${pod.metadata!.uid})`;
+      if (backoff.reason === 'CrashLoopBackOff' && current?.state === 'Exited') {
+        waiting[container.name] = { attempt: current.attempt, containerId: current.id, reason: backoff.reason, message };
+      } else if (backoff.reason === 'ImagePullBackOff') {
+        waiting[container.name] = { attempt: current === undefined ? 0 : current.attempt + 1, reason: backoff.reason, message: `Back-off pulling image ${JSON.stringify(container.image ?? '')}` };
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, interval);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve();
-        }, { once: true });
-      });
+    }
+    if (Object.keys(waiting).length === 0) return;
+    await records.update(pod.metadata!.uid!, (r) => ({ ...r, containers: { ...r.containers, ...waiting } }));
+  }
+
+  /** Milliseconds until the earliest back-off ends, or undefined when nothing waits. */
+  nextBackoffDelay(): number | undefined {
+    const now = this.now();
+    const pending = [...this.backoffs.values()].map((b) => b.notBefore - now).filter((d) => d > 0);
+    return pending.length === 0 ? undefined : Math.min(...pending);
+  }
+
+  /**
+   * Runs passes until the signal aborts: one at once, then one after each trigger (directory
+   * change, container exit, back-off end, slow resync). Triggers during a pass give one more
+   * pass after it, never overlapping ones. A failed pass is reported and the loop goes on.
+   */
+  async run(signal: AbortSignal, onPass: (report: SyncReport | Error) => void): Promise<void> {
+    if (signal.aborted) return;
+    const resyncMs = this.options.intervalMs ?? 60_000;
+    const debounceMs = this.options.debounceMs ?? 200;
+    let wake: (() => void) | undefined;
+    let dirty = true;
+    const trigger = (): void => {
+      dirty = true;
+      wake?.();
+    };
+    let debounce: NodeJS.Timeout | undefined;
+    const debounced = (): void => {
+      clearTimeout(debounce);
+      debounce = setTimeout(trigger, debounceMs);
+    };
+
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(this.options.manifestDir, { persistent: false }, debounced);
+      watcher.on('error', (err) => onPass(new Error(`watching ${this.options.manifestDir}: ${err.message}`)));
+    } catch (err) {
+      throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`);
+    }
+    const events = this.subscribeContainerEvents(debounced, onPass);
+    const onAbort = (): void => wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      while (!signal.aborted) {
+        if (dirty) {
+          dirty = false;
+          try {
+            onPass(await this.syncOnce());
+          } catch (err) {
+            onPass(err instanceof Error ? err : new Error(String(err)));
+          }
+          continue;
+        }
+        // Sleep until a trigger, the end of the earliest back-off, or the resync.
+        const backoff = this.nextBackoffDelay();
+        const sleepMs = Math.min(resyncMs, backoff === undefined ? resyncMs : backoff + 1);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            dirty = true;
+            resolve();
+          }, sleepMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      clearTimeout(debounce);
+      watcher.close();
+      events.cancel();
     }
   }
+
+  /** Container exits from the runtime (the evented PLEG); a runtime without the stream leaves the resync. */
+  private subscribeContainerEvents(onEvent: () => void, onPass: (report: SyncReport | Error) => void): { cancel(): void } {
+    let stream: grpc.ClientReadableStream<unknown> | undefined;
+    let cancelled = false;
+    try {
+      stream = this.cri.runtime.GetContainerEvents({}) as unknown as grpc.ClientReadableStream<unknown>;
+    } catch (err) {
+      onPass(new Error(`GetContainerEvents: ${(err as Error).message}`));
+      return { cancel() {} };
+    }
+    // Only exits matter: creations and starts are the loop's own doing.
+    stream.on('data', (event: { container_event_type?: number }) => {
+      if (event.container_event_type === containerStoppedEvent) onEvent();
+    });
+    stream.on('error', (err: grpc.ServiceError) => {
+      // CANCELLED is our own cancel; UNIMPLEMENTED means the runtime has no stream (resync only).
+      if (!cancelled && err.code !== 1 && err.code !== 12) onPass(new Error(`GetContainerEvents: ${err.message}`));
+    });
+    return {
+      cancel() {
+        cancelled = true;
+        stream?.cancel();
+      },
+    };
+  }
+}
+
+/** ContainerEventType.CONTAINER_STOPPED_EVENT. */
+const containerStoppedEvent = 2;
+
+/** Go's time.Duration String for whole seconds and minutes: 10s, 1m20s, 5m0s. */
+function formatBackoff(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  return `${Math.floor(seconds / 60)}m${seconds % 60}s`;
 }
 
 function latestAttempts(pod: NodePod): Map<string, NodeContainer> {

@@ -23,9 +23,10 @@ import {
   withSysctls,
   withTerminal,
   withWindowsResources,
-  withWindowsUsername,
   type OciSpec,
 } from './oci/spec.js';
+import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
+import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
 import {
   initialContainerStatus,
@@ -81,7 +82,15 @@ function sandboxFiles(sandbox: SandboxRecord): Map<string, string> {
 }
 
 /** Composes the container's OCI spec from the image config, the CRI config and the sandbox. */
-export function buildContainerSpec(os: 'linux' | 'windows', config: ContainerConfig__Output, image: ImageConfig, sandbox: SandboxRecord, args: string[], id: string): OciSpec {
+export function buildContainerSpec(
+  os: 'linux' | 'windows',
+  config: ContainerConfig__Output,
+  image: ImageConfig,
+  sandbox: SandboxRecord,
+  args: string[],
+  id: string,
+  seccomp?: OciSeccomp,
+): OciSpec {
   const sc = config.linux?.security_context ?? null;
   const envs = config.envs.map((kv) => `${kv.key}=${kv.value}`);
   return composeSpec(
@@ -97,9 +106,10 @@ export function buildContainerSpec(os: 'linux' | 'windows', config: ContainerCon
       sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
       (sc?.supplemental_groups ?? []).map(Number),
     ),
-    withWindowsUsername(config.windows?.security_context?.run_as_username ?? ''),
+    ...(os === 'windows' ? windowsContainerSpecOpts(config, image) : []),
     withNoNewPrivileges(sc?.no_new_privs ?? false),
     withReadonlyRootfs(sc?.readonly_rootfs ?? false),
+    ...(os === 'linux' ? [withCapabilities(effectiveCapabilities(sc)), withSeccomp(seccomp)] : []),
     withHostname(sandbox.hostname),
     withTerminal(config.tty),
     withMounts(
@@ -143,7 +153,14 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
   const image = ctx.images.resolve(imageName);
   if (image === undefined) throw new RuntimeError('NotFound', `image "${imageName}" not found: pull it before creating a container`);
   validateLinuxContainerSecurity(config.linux?.security_context ?? null);
+  checkWindowsContainerAgainstSandbox(sandbox, config);
+  if (config.linux?.security_context?.privileged && !sandbox.config.linux?.security_context?.privileged) {
+    // containerd: a privileged container needs a privileged sandbox.
+    throw new RuntimeError('InvalidArgument', `config.linux.security_context.privileged: no privileged container allowed in sandbox ${sandbox.id}`);
+  }
   const args = resolveProcessArgs(config, image.config);
+  const linuxSc = config.linux?.security_context ?? null;
+  const seccomp = image.config.os === 'linux' ? await resolveSeccomp(linuxSc, effectiveCapabilities(linuxSc)) : undefined;
   if (args.length === 0) throw new RuntimeError('InvalidArgument', `no command specified: config.command is empty and image "${imageName}" has no entrypoint or cmd`);
 
   const cleanup = new CleanupStack();
@@ -155,6 +172,9 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
 
     const os = image.config.os;
+    // Windows: the dockershim layer hands the credential spec over (removed again by `cleanup`
+    // if anything below fails).
+    const securityOptions = os === 'windows' ? await stageCredentialSpec(ctx, config, id, cleanup) : [];
     // CRI NamespaceMode POD (0, also when unset) joins the pod's PID namespace on Linux, as
     // containerd does; the kubelet sends CONTAINER unless the pod shares its process namespace.
     const pidMode = config.linux?.security_context?.namespace_options?.pid ?? 0;
@@ -177,8 +197,8 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       createdAtNanos: ctx.clock.nowNanos(),
       logPath,
       runtimeOwnedLog: config.log_path === '',
-      ociSpec: buildContainerSpec(os, config, image.config, sandbox, args, id),
-      securityOptions: [],
+      ociSpec: buildContainerSpec(os, config, image.config, sandbox, args, id, seccomp),
+      securityOptions,
       platform: {},
       user: effectiveUser(os, config, image.config),
       resources: config.linux?.resources || config.windows?.resources

@@ -1,5 +1,6 @@
 import type { ExecutionTarget } from './process/command-registry.js';
 import { specEnv } from './oci/spec.js';
+import { windowsIdentity } from './container-start-windows.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
 
@@ -38,6 +39,10 @@ export function processEnvironment(container: ContainerRecord): Map<string, stri
       SystemRoot: 'C:\\Windows',
       ComSpec: 'C:\\Windows\\system32\\cmd.exe',
     };
+    // The logon session's variables (USERNAME, USERDOMAIN, COMPUTERNAME …) come from the identity
+    // the container started with; the image's and the config's env still win.
+    const identity = windowsIdentity(container);
+    for (const [k, v] of Object.entries(identity?.environment ?? {})) if (!env.has(k)) env.set(k, v);
     for (const [k, v] of Object.entries(defaults)) if (!env.has(k)) env.set(k, v);
   } else if (!env.has('HOME')) {
     env.set('HOME', container.user === 'root' ? '/root' : '/');

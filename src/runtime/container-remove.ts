@@ -2,8 +2,9 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { RemoveContainerRequest__Output } from '../generated/runtime/v1/RemoveContainerRequest.js';
 import type { RemoveContainerResponse } from '../generated/runtime/v1/RemoveContainerResponse.js';
+import { reportCredentialSpecLeaks } from './container-create-windows.js';
 import { forceStop } from './container-stop.js';
-import { RuntimeError } from './errors.js';
+import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
@@ -26,7 +27,14 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
   if (ctx.containers.get(container.id) === undefined) return;
   if (!container.status.removing) ctx.containers.updateStatus(container.id, (s) => ({ ...s, removing: true }));
   await forceStop(ctx, container);
+  if (container.securityOptions.length > 0) {
+    // cri-dockerd: a credential spec that cannot be removed fails the removal, so the kubelet retries.
+    await ctx.windows.handoff.releaseOnRemove(container.securityOptions).catch((err: unknown) => {
+      throw withContext(err, `failed to remove the credential spec of container ${container.id}`);
+    });
+  }
   if (ctx.containers.delete(container.id) === undefined) return;
+  if (container.securityOptions.length > 0) await reportCredentialSpecLeaks(ctx);
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });
   ctx.logger.info({ containerId: container.id }, 'container removed');

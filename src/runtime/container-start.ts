@@ -2,6 +2,7 @@ import type { StartContainerRequest__Output } from '../generated/runtime/v1/Star
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
 import { executionTarget, processEnvironment } from './container-process.js';
+import { prepareWindowsStart, releaseCredentialSpecAfterStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
@@ -39,6 +40,8 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   try {
     cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
     try {
+      // Windows: the mock HCS reads and checks the credential spec and decides the identity.
+      if (container.os === 'windows') await prepareWindowsStart(ctx, container);
       const writer = await CriLogWriter.open(container.logPath, ctx.clock, (err) =>
         ctx.logger.warn({ err, containerId: container.id }, 'writing the container log failed'),
       );
@@ -69,6 +72,8 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
     throw withContext(err, `failed to start container ${container.id}`);
   } finally {
     await cleanup.unwind(ctx.logger);
+    // The KEP: the credential spec file is deleted once StartContainer is done, started or not.
+    if (container.os === 'windows') await releaseCredentialSpecAfterStart(ctx, container);
   }
 }
 

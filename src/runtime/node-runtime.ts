@@ -87,6 +87,7 @@ import { ContainerStore } from './store/container-store.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { version } from './version.js';
+import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
 export interface NodeRuntimeOptions {
   /** Directory the runtime owns: runtime-managed logs (`pods/`, `containers/`) and, for the Windows path, credential spec files. */
@@ -109,8 +110,8 @@ export interface NodeRuntimeOptions {
   preloadImages?: string[];
   runtimeName?: string;
   runtimeVersion?: string;
-  /** Options of the Windows path (node file, AD mode, credential spec transport …). */
-  windows?: Record<string, unknown>;
+  /** Options of the Windows path (node file, AD mode, credential spec transport, test faults). */
+  windows?: WindowsRuntimeOptions;
 }
 
 /**
@@ -139,6 +140,8 @@ export class NodeRuntime implements CriRuntime {
       cgroupDriver: options.cgroupDriver ?? 'systemd',
       windows: options.windows ?? {},
     };
+    // The node file is checked before anything is created or reset.
+    const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
     // State is in memory: runtime-owned logs of an earlier instance belong to nothing now.
     await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
@@ -147,6 +150,8 @@ export class NodeRuntime implements CriRuntime {
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
     const logger = options.logger ?? silentLogger();
+    // Leftover credential specs of an earlier instance are swept before anything serves.
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ component: 'windows' }));
     const ctx: RuntimeContext = {
       settings,
       logger,
@@ -157,6 +162,7 @@ export class NodeRuntime implements CriRuntime {
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
       network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
+      windows,
       nextHostPid: () => ++hostPid,
       hasEventListeners: () => listeners.size > 0,
       publish: (event) => {
@@ -191,6 +197,7 @@ export class NodeRuntime implements CriRuntime {
     this.listeners.clear();
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
+    await this.ctx.windows.close();
     this.ctx.logger.info('runtime closed');
   }
 

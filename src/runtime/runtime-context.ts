@@ -6,6 +6,7 @@ import type { CommandRegistry } from './process/command-registry.js';
 import type { ContainerStore } from './store/container-store.js';
 import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';
+import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
 /** Settings of a runtime instance after defaults are applied. */
 export interface RuntimeSettings {
@@ -19,8 +20,8 @@ export interface RuntimeSettings {
   /** Simulated registry latency of a pull, milliseconds. */
   pullDelayMs: number;
   cgroupDriver: 'systemd' | 'cgroupfs';
-  /** Open-ended options of the Windows path (node file, AD mode, credential spec transport…). */
-  windows: Record<string, unknown>;
+  /** Options of the Windows path (node file, AD mode, credential spec transport…). */
+  windows: WindowsRuntimeOptions;
 }
 
 /** Mutable node-level settings changed through UpdateRuntimeConfig. */
@@ -43,6 +44,8 @@ export interface RuntimeContext {
   readonly registry: SimulatedRegistry;
   readonly commands: CommandRegistry;
   readonly network: NetworkSettings;
+  /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
+  readonly windows: WindowsRuntime;
   /** Simulated host pids for sandbox and container init processes. */
   nextHostPid(): number;
   /** Publishes a GetContainerEvents event. */

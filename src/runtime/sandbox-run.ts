@@ -9,6 +9,7 @@ import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctl
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable } from './process/process-table.js';
 import { allocatePodIp } from './runtime-status.js';
+import { windowsSandboxPlatform, windowsSandboxSpecOpts } from './sandbox-run-windows.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 
 /** Where a sandbox's container logs go when its config names no log_directory. */
@@ -60,6 +61,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
         'io.kubernetes.cri.sandbox-uid': metadata.uid,
       }),
       withSysctls(config.linux?.sysctls ?? {}),
+      ...(os === 'windows' ? windowsSandboxSpecOpts(config) : []),
     );
     const record: SandboxRecord = {
       id,
@@ -75,7 +77,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       pid: ctx.nextHostPid(),
       logDirectory: config.log_directory !== '' ? config.log_directory : runtimeLogDirectory(ctx, id),
       ociSpec,
-      platform: {},
+      platform: os === 'windows' ? windowsSandboxPlatform(config) : {},
       processes: pauseNamespace(id, ociSpec.process.args, ctx.clock.nowNanos()),
       resources: undefined,
       status: { state: SandboxState.READY, stoppedAtNanos: 0n },

@@ -30,3 +30,26 @@ describe('critest benchmark results', () => {
     );
   });
 });
+
+describe('critest output parsing', () => {
+  it('reads Go durations', async () => {
+    const { parseGoDurationMs } = await import('../../bench/critest-results.js');
+    expect(parseGoDurationMs('5ms')).to.equal(5);
+    expect(parseGoDurationMs('1.5s')).to.equal(1500);
+    expect(parseGoDurationMs('1m2s')).to.equal(62000);
+    expect(parseGoDurationMs('250µs')).to.equal(0.25);
+    expect(parseGoDurationMs('0s')).to.equal(0);
+    expect(parseGoDurationMs('fast')).to.equal(null);
+  });
+
+  it('finds the median of the start-a-container-from-scratch row', async () => {
+    const { startFromScratchMedianMs } = await import('../../bench/critest-results.js');
+    const log = [
+      '  start-container-benchmark',
+      '  Name                                        | N | Min | Median | Mean | StdDev | Max',
+      '  create PodSandbox and container [duration] | 1 | 5ms | 7ms    | 5ms  | 0s     | 5ms',
+    ].join('\n');
+    expect(startFromScratchMedianMs(log)).to.equal(7);
+    expect(startFromScratchMedianMs('nothing here')).to.equal(null);
+  });
+});

@@ -32,3 +32,22 @@ describe('bench scrape of the runtime handler timing', () => {
     }
   });
 });
+
+describe('bench scrape of the runtime process figures', () => {
+  it('keeps CPU, GC by kind, event-loop lag and memory, without the prefix', async () => {
+    const { processFigures } = await import('../../bench/scrape.js');
+    const text = [
+      '# HELP cri_winsim_process_cpu_seconds_total x',
+      'cri_winsim_process_cpu_seconds_total 12.5',
+      'cri_winsim_nodejs_gc_duration_seconds_sum{kind="major"} 0.75',
+      'cri_winsim_nodejs_gc_duration_seconds_count{kind="major"} 3',
+      'cri_winsim_nodejs_eventloop_lag_p99_seconds 0.012',
+      'cri_winsim_runtime_operations_total{operation_type="version"} 1',
+    ].join('\n');
+    expect(processFigures(text)).to.deep.equal({
+      process_cpu_seconds_total: 12.5,
+      'nodejs_gc_duration_seconds_sum{kind="major"}': 0.75,
+      nodejs_eventloop_lag_p99_seconds: 0.012,
+    });
+  });
+});

@@ -93,6 +93,8 @@ describe('runnable blocks: the convention', function () {
       const res = await session.run('sleep 30 &\necho $! > bg.pid\nsleep 30', 500);
       expect(res.timedOut).to.equal(true);
       const bgPid = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
+      // A signal is delivered asynchronously: give the kernel a moment (bounded).
+      for (let i = 0; i < 40 && running(bgPid); i++) await new Promise((r) => setTimeout(r, 50));
       expect(running(bgPid), `the background sleep (pid ${bgPid}) was killed`).to.equal(false);
     } finally {
       await session.stop();

@@ -14,7 +14,7 @@
 //   `needs-crictl`: the block calls crictl (implied by needs-runtime); without crictl the block
 //   is skipped, or fails in CI.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -97,6 +97,11 @@ export function documentationFiles(): string[] {
 const LINKED = ['node_modules', 'dist', '.tools'];
 const SKIPPED = ['.git'];
 
+function isPlain(path: string): boolean {
+  const st = lstatSync(path);
+  return st.isFile() || st.isDirectory() || st.isSymbolicLink();
+}
+
 /** A temporary copy of the repository for the blocks to work in; build output is linked. */
 export async function makeWorkingCopy(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-docs-'));
@@ -107,8 +112,8 @@ export async function makeWorkingCopy(): Promise<string> {
         symlinkSync(join(repoRoot, entry), join(dir, entry));
         continue;
       }
-      // Sockets and other special files are left out.
-      cpSync(join(repoRoot, entry), join(dir, entry), { recursive: true, filter: (src) => !src.endsWith('.sock') });
+      // Sockets, FIFOs and devices (a runtime someone left running in the tree) are left out.
+      cpSync(join(repoRoot, entry), join(dir, entry), { recursive: true, filter: (src) => isPlain(src) });
     }
     // `cri-winsim` as an installed package would provide it (package.json "bin").
     const bin = join(dir, '.docs-bin');

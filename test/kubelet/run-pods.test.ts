@@ -45,7 +45,7 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
       ['webapp-gmsa-with-logger', '2/2', 'Running'],
       ['webapp-invalid-credspec', '0/1', 'CreateContainerError'],
       ['reporting-sql', '1/1', 'Running'],
-      ['webapp-gmsa', '1/1', 'Running'],
+      ['webapp-gmsa', '2/2', 'Running'],
       ['reporting-webapp', '0/1', 'Forbidden'],
       ['run-as-username-container-demo', '1/1', 'Running'],
       ['run-as-username-pod-demo', '1/1', 'Running'],

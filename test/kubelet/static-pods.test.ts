@@ -197,3 +197,96 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
     expect((reports[1] as SyncReport).started).to.deep.equal([]);
   });
 });
+
+describe('static pod sync loop run(): event-driven, not polling', function () {
+  this.timeout(60_000);
+  let runtime: RuntimeHandle;
+  let cri: CriClient;
+  let manifests: string;
+
+  beforeEach(async () => {
+    runtime = await startRuntime();
+    cri = createCriClient(runtime.endpoint);
+    manifests = await mkdtemp(join(tmpdir(), 'winsim-static-watch-'));
+  });
+  afterEach(async () => {
+    cri?.close();
+    await runtime?.stop();
+    await rm(manifests, { recursive: true, force: true });
+  });
+
+  /** Runs the loop with a resync far beyond the test, so only events can drive it. */
+  function start(options: { debounceMs: number; backoffInitialMs?: number }) {
+    const reports: SyncReport[] = [];
+    const errors: Error[] = [];
+    const controller = new AbortController();
+    const loop = new StaticPodSyncLoop(cri, {
+      manifestDir: manifests,
+      cluster: new DirectoryClusterSource(join(examples, 'cluster')),
+      user: requestingUser('alice'),
+      podLogsRoot: join(runtime.dir, 'pods'),
+      gracePeriodSeconds: 1,
+      pollIntervalMs: 10,
+      intervalMs: 600_000,
+      debounceMs: options.debounceMs,
+      backoffInitialMs: options.backoffInitialMs ?? 10_000,
+      backoffMaxMs: 1_000,
+    });
+    const done = loop.run(controller.signal, (r) => (r instanceof Error ? errors.push(r) : reports.push(r)));
+    return { reports, errors, done, stop: () => controller.abort() };
+  }
+
+  async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const value = await check();
+      if (value !== undefined) return value;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  it('a burst of new files is one pass after the debounce', async () => {
+    const loop = start({ debounceMs: 400 });
+    try {
+      await until('the first pass', () => (loop.reports.length >= 1 ? true : undefined));
+      await Promise.all(['a', 'b', 'c', 'd'].map((n) => writeFile(join(manifests, `${n}.yaml`), podYaml(n, ['ping', '-t', 'localhost']))));
+      const pass = await until('a pass that starts the pods', () => loop.reports.find((r) => r.started.length > 0));
+      expect(pass.started).to.deep.equal(['default/a', 'default/b', 'default/c', 'default/d']);
+      expect((await listNodePods(cri)).map((p) => p.name)).to.deep.equal(['a', 'b', 'c', 'd']);
+    } finally {
+      loop.stop();
+      await loop.done;
+    }
+    expect(loop.errors).to.deep.equal([]);
+  });
+
+  it('a container exit (GetContainerEvents) and the end of its back-off drive the restarts', async () => {
+    const loop = start({ debounceMs: 20, backoffInitialMs: 300 });
+    try {
+      await writeFile(join(manifests, 'crash.yaml'), podYaml('crash', ['cmd', '/c', 'exit 1']));
+      // Restart 1 follows the exit event at once; restarts 2 and 3 follow the back-off timers.
+      const pod = await until('three restarts', async () => {
+        const found = (await listNodePods(cri)).find((p) => p.name === 'crash');
+        return found !== undefined && found.containers.some((c) => c.attempt >= 3) ? found : undefined;
+      });
+      expect(pod.containers.map((c) => c.attempt).sort()).to.include.members([0, 1, 2, 3]);
+      const reasons = loop.reports.flatMap((r) => r.events.map((e) => e.reason));
+      expect(reasons.filter((r) => r === 'BackOff').length).to.be.at.least(3);
+    } finally {
+      loop.stop();
+      await loop.done;
+    }
+  });
+
+  it('stops promptly when aborted, leaving the pods running', async () => {
+    await writeFile(join(manifests, 'a.yaml'), podYaml('a', ['ping', '-t', 'localhost']));
+    const loop = start({ debounceMs: 20 });
+    await until('the pod', () => (loop.reports.some((r) => r.started.length > 0) ? true : undefined));
+    const began = Date.now();
+    loop.stop();
+    await loop.done;
+    expect(Date.now() - began).to.be.below(2_000);
+    expect((await listNodePods(cri)).map((p) => [p.name, p.containers[0]?.state])).to.deep.equal([['a', 'Running']]);
+  });
+});

@@ -149,3 +149,6 @@ export function securityContext(overrides: Partial<LinuxContainerSecurityContext
     ...overrides,
   };
 }
+
+/** namespace_options with pid CONTAINER: the container gets its own PID namespace (its command is PID 1). */
+export const OWN_PID_NAMESPACE = { network: 0, pid: 1, ipc: 0, target_id: '', userns_options: null } as const;

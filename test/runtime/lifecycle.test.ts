@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { SandboxState } from '../../src/runtime/store/sandbox-store.js';
-import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
+import { BUSYBOX, createContainer, OWN_PID_NAMESPACE, openRuntime, pull, rejection, runSandbox, securityContext, type RuntimeFixture } from './helpers.js';
 
 describe('runtime: sandbox and container lifecycle', () => {
   let fx: RuntimeFixture;
@@ -104,8 +104,12 @@ describe('runtime: sandbox and container lifecycle', () => {
 
   it('kills a process that ignores the stop signal once the timeout passes', async () => {
     const sb = await runSandbox(fx.runtime);
-    // A shell as PID 1 ignores SIGTERM (no default signal actions for init), like `sleep` alone.
-    const id = await createContainer(fx.runtime, sb, { command: ['sh', '-c', 'while true; do sleep 1; done'] });
+    // In its own PID namespace a shell is PID 1 and ignores SIGTERM (no default signal actions
+    // for init), like `sleep` alone.
+    const id = await createContainer(fx.runtime, sb, {
+      command: ['sh', '-c', 'while true; do sleep 1; done'],
+      linux: { resources: null, security_context: securityContext({ namespace_options: OWN_PID_NAMESPACE }) },
+    });
     await fx.runtime.startContainer({ container_id: id });
     const before = Date.now();
     await fx.runtime.stopContainer({ container_id: id, timeout: '1' });
@@ -113,6 +117,22 @@ describe('runtime: sandbox and container lifecycle', () => {
     expect(took).to.be.within(900, 3000);
     const st = (await fx.runtime.containerStatus({ container_id: id, verbose: false })).status;
     expect(st?.exit_code).to.equal(137);
+  });
+
+  it('shares the pod PID namespace by default (pause is PID 1) and keeps its own with pid CONTAINER', async () => {
+    await pull(fx.runtime, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
+    const sb = await runSandbox(fx.runtime);
+    const shared = await createContainer(fx.runtime, sb, {}, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
+    const own = await createContainer(fx.runtime, sb, { linux: { resources: null, security_context: securityContext({ namespace_options: OWN_PID_NAMESPACE }) } }, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
+    await fx.runtime.startContainer({ container_id: shared });
+    await fx.runtime.startContainer({ container_id: own });
+    const cmdline = async (id: string) => String((await fx.runtime.execSync({ container_id: id, cmd: ['cat', '/proc/1/cmdline'], timeout: '5' })).stdout);
+    expect(await cmdline(shared)).to.equal('/pause\0');
+    expect(await cmdline(own)).to.equal('nginx: master process nginx -g daemon off;');
+    const seen = String((await fx.runtime.execSync({ container_id: shared, cmd: ['pgrep', 'nginx'], timeout: '5' })).stdout).trim().split('\n');
+    expect(seen).to.have.length(1);
+    await fx.runtime.stopContainer({ container_id: shared, timeout: '5' });
+    expect((await fx.runtime.containerStatus({ container_id: own, verbose: false })).status?.state).to.equal(ContainerState.RUNNING);
   });
 
   it('fails a start whose program does not exist and marks the container EXITED with StartError', async () => {
@@ -164,6 +184,40 @@ describe('runtime: sandbox and container lifecycle', () => {
     await fx.runtime.stopPodSandbox({ pod_sandbox_id: sb.id });
     expect(events.filter(([cid]) => cid === id).map(([, t]) => t)).to.deep.equal([0, 1, 2, 3]);
     expect(events.filter(([cid]) => cid === sb.id).map(([, t]) => t)).to.deep.equal([0, 1]);
+  });
+
+  it('updates container resources into the status and spec, and refuses exited containers', async () => {
+    const sb = await runSandbox(fx.runtime);
+    const id = await createContainer(fx.runtime, sb, { command: ['top'] });
+    await fx.runtime.startContainer({ container_id: id });
+    const linux = {
+      cpu_period: '100000', cpu_quota: '50000', cpu_shares: '512', memory_limit_in_bytes: '67108864', oom_score_adj: '0',
+      cpuset_cpus: '', cpuset_mems: '', hugepage_limits: [], unified: {}, memory_swap_limit_in_bytes: '0',
+    };
+    await fx.runtime.updateContainerResources({ container_id: id, linux, windows: null, annotations: {} });
+    const res = await fx.runtime.containerStatus({ container_id: id, verbose: true });
+    expect(res.status?.resources?.linux?.memory_limit_in_bytes).to.equal('67108864');
+    expect(JSON.parse(res.info?.['info'] ?? '{}').runtimeSpec.linux.resources.cpu_quota).to.equal('50000');
+    const stats = (await fx.runtime.containerStats({ container_id: id })).stats;
+    expect(Number(stats?.memory?.available_bytes?.value)).to.be.within(1, 67108864);
+    await fx.runtime.stopContainer({ container_id: id, timeout: '0' });
+    const err = await rejection(fx.runtime.updateContainerResources({ container_id: id, linux, windows: null, annotations: {} }));
+    expect(err.code).to.equal('FailedPrecondition');
+    const missing = await rejection(fx.runtime.updatePodSandboxResources({ pod_sandbox_id: 'feedface', overhead: null, resources: null }));
+    expect(missing.code).to.equal('NotFound');
+    await fx.runtime.updatePodSandboxResources({ pod_sandbox_id: sb.id, overhead: null, resources: linux });
+  });
+
+  it('lists metric descriptors and per-container metrics of ready sandboxes', async () => {
+    const sb = await runSandbox(fx.runtime);
+    const id = await createContainer(fx.runtime, sb, { command: ['top'] });
+    await fx.runtime.startContainer({ container_id: id });
+    const names = (await fx.runtime.listMetricDescriptors({})).descriptors?.map((d) => d.name);
+    expect(names).to.include('container_memory_working_set_bytes');
+    const metrics = (await fx.runtime.listPodSandboxMetrics({})).pod_metrics ?? [];
+    expect(metrics.map((m) => m.pod_sandbox_id)).to.deep.equal([sb.id]);
+    const ws = metrics[0]?.container_metrics?.[0]?.metrics?.find((m) => m.name === 'container_memory_working_set_bytes');
+    expect(Number(ws?.value?.value)).to.be.greaterThan(0);
   });
 
   it('returns containerd-style verbose info with the pid and the OCI spec', async () => {

@@ -12,8 +12,8 @@ import {
   withLinuxUser,
   withMounts,
   withProcessArgs,
-  withWindowsUsername,
 } from '../../src/runtime/oci/spec.js';
+import { withWindowsUsername } from '../../src/runtime/windows/oci-windows.js';
 
 describe('OCI spec options', () => {
   it('withProcessArgs sets the args', () => {
@@ -40,8 +40,8 @@ describe('OCI spec options', () => {
 
   it('withLinuxUser and withWindowsUsername override the image user', () => {
     expect(composeSpec('linux', withImageUser('www-data'), withLinuxUser(1000, undefined)).process.user).to.deep.equal({ uid: 1000, gid: 0 });
-    expect(composeSpec('windows', withImageUser('ContainerUser'), withWindowsUsername('ContainerAdministrator')).process.user.username).to.equal('ContainerAdministrator');
-    expect(composeSpec('windows', withImageUser('ContainerUser'), withWindowsUsername('')).process.user.username).to.equal('ContainerUser');
+    expect(composeSpec('windows', withWindowsUsername('ContainerUser', 'ContainerAdministrator')).process.user.username).to.equal('ContainerAdministrator');
+    expect(composeSpec('windows', withWindowsUsername('ContainerUser', '')).process.user.username).to.equal('ContainerUser');
   });
 
   it('withHostname, withAnnotations and withMounts add to the spec; a mount replaces one at the same destination', () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { RuntimeError } from '../../src/runtime/errors.js';
 import { IdPrefixIndex } from '../../src/runtime/store/id-index.js';
+import { ProcessTable } from '../../src/runtime/process/process-table.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { SandboxState, SandboxStore, type SandboxRecord } from '../../src/runtime/store/sandbox-store.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
@@ -63,6 +64,7 @@ describe('sandbox store state machine', () => {
     logDirectory: '/tmp',
     ociSpec: null as never,
     platform: {},
+    processes: new ProcessTable(),
     resources: undefined,
     status: { state: SandboxState.READY, stoppedAtNanos: 0n },
   });

@@ -28,6 +28,7 @@ export interface OciSpec {
     env: string[];
     cwd: string;
     noNewPrivileges?: boolean;
+    capabilities?: { bounding?: string[]; effective?: string[]; permitted?: string[] };
   };
   root: { path: string; readonly?: boolean };
   hostname: string;
@@ -37,7 +38,7 @@ export interface OciSpec {
     resources?: Record<string, unknown>;
     cgroupsPath?: string;
     namespaces?: { type: string; path?: string }[];
-    seccomp?: Record<string, unknown>;
+    seccomp?: { defaultAction: string; syscalls?: { names: string[]; action: string }[]; profile?: string };
     maskedPaths?: string[];
     readonlyPaths?: string[];
     sysctl?: Record<string, string>;
@@ -163,10 +164,7 @@ export const withLinuxUser = (uid: number | undefined, gid: number | undefined, 
   spec.process.user = next;
 };
 
-/** Windows run_as_username: replaces the image user (containerd WithUser on Windows). */
-export const withWindowsUsername = (username: string): SpecOpt => (spec) => {
-  if (username !== '') spec.process.user = { ...spec.process.user, username };
-};
+// Windows run_as_username and the other Windows options: src/runtime/windows/oci-windows.ts.
 
 export const withNoNewPrivileges = (on: boolean): SpecOpt => (spec) => {
   spec.process.noNewPrivileges = on;

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import type { CommandContext, CommandRegistry } from './command-registry.js';
+import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
@@ -50,10 +51,9 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   registry.register('ls', ls);
   registry.register('id', id);
   registry.register('whoami', whoami);
-  registry.register('hostname', (ctx) => {
-    ctx.stdout(`${ctx.target.hostname}${eol(ctx)}`);
-    return 0;
-  });
+  registry.register('hostname', hostname);
+  registry.register('chmod', chmod);
+  registry.register('brctl', brctl);
   for (const name of ['env', 'printenv']) registry.register(name, printenv);
   registry.register('date', (ctx) => {
     ctx.stdout(`${new Date().toUTCString()}\n`);
@@ -306,6 +306,11 @@ async function ping(ctx: CommandContext): Promise<number> {
   const address = host === 'localhost' ? (windows ? '::1' : '127.0.0.1') : host;
   if (windows) ctx.stdout(`\r\nPinging ${host} [${address}] with 32 bytes of data:\r\n`);
   else ctx.stdout(`PING ${host} (${address}): 56 data bytes\n`);
+  // Linux ping opens a raw socket: without CAP_NET_RAW busybox gives up (critest drops NET_RAW).
+  if (!windows && ctx.target.ociSpec.process.capabilities !== undefined && !hasCapability(ctx.target.ociSpec, 'NET_RAW')) {
+    ctx.stderr('ping: permission denied (are you root?)\n');
+    return 1;
+  }
   for (let seq = 0; seq < count; seq++) {
     if (seq > 0) await ctx.sleep(1000);
     if (windows) ctx.stdout(`Reply from ${address}: time<1ms \r\n`);
@@ -360,6 +365,37 @@ function hostPathOf(ctx: CommandContext, path: string): string | undefined {
   return mountFor(ctx.target, path)?.hostPath;
 }
 
+/**
+ * A file as a process in the container reads it: /proc entries of its PID namespace, the
+ * container's own files, and host files behind bind mounts.
+ */
+async function readContainerFile(ctx: CommandContext, f: string): Promise<string | undefined> {
+  const path = containerPath(ctx.target, f);
+  const proc = /^\/proc\/(\d+|self)\/(cmdline|status)$/.exec(path);
+  if (proc !== null) {
+    const pid = proc[1] === 'self' ? ctx.pid : Number(proc[1]);
+    const entry = ctx.target.processes.get(pid);
+    if (entry === undefined) return undefined;
+    if (proc[2] === 'cmdline') return entry.title ?? `${entry.argv.join('\0')}\0`;
+    const user = ctx.target.ociSpec.process.user;
+    const seccomp = ctx.target.ociSpec.linux?.seccomp === undefined ? 0 : 2;
+    const caps = ctx.target.ociSpec.process.capabilities;
+    return `Name:\t${entry.comm}\nState:\tS (sleeping)\nPid:\t${pid}\nUid:\t${user.uid ?? 0}\t${user.uid ?? 0}\t${user.uid ?? 0}\t${user.uid ?? 0}\n` +
+      `Gid:\t${user.gid ?? 0}\t${user.gid ?? 0}\t${user.gid ?? 0}\t${user.gid ?? 0}\nNoNewPrivs:\t${ctx.target.ociSpec.process.noNewPrivileges ? 1 : 0}\n` +
+      `CapInh:\t${capabilityMask([])}\nCapPrm:\t${capabilityMask(caps?.permitted)}\nCapEff:\t${capabilityMask(caps?.effective)}\n` +
+      `CapBnd:\t${capabilityMask(caps?.bounding)}\nCapAmb:\t${capabilityMask([])}\nSeccomp:\t${seccomp}\n`;
+  }
+  const local = ctx.target.files.get(path);
+  if (local !== undefined) return local;
+  const host = hostPathOf(ctx, f);
+  if (host === undefined) return undefined;
+  try {
+    return await readFile(host, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 async function cat(ctx: CommandContext): Promise<number> {
   const files = ctx.argv.slice(1).filter((a) => !a.startsWith('-') || a === '-');
   if (files.length === 0) {
@@ -372,26 +408,12 @@ async function cat(ctx: CommandContext): Promise<number> {
       ctx.stdout(ctx.stdin);
       continue;
     }
-    const proc = /^\/proc\/(\d+|self)\/cmdline$/.exec(containerPath(ctx.target, f));
-    if (proc !== null) {
-      const entry = ctx.target.processes.get(proc[1] === 'self' ? ctx.pid : Number(proc[1]));
-      if (entry !== undefined) {
-        ctx.stdout(entry.title ?? `${entry.argv.join('\0')}\0`);
-        continue;
-      }
-    }
-    const local = ctx.target.files.get(containerPath(ctx.target, f));
-    if (local !== undefined) {
-      ctx.stdout(local);
-      continue;
-    }
-    const host = hostPathOf(ctx, f);
-    try {
-      if (host === undefined) throw new Error('missing');
-      ctx.stdout(await readFile(host, 'utf8'));
-    } catch {
+    const content = await readContainerFile(ctx, f);
+    if (content === undefined) {
       ctx.stderr(`cat: can't open '${f}': No such file or directory\n`);
       status = 1;
+    } else {
+      ctx.stdout(content);
     }
   }
   return status;
@@ -436,6 +458,55 @@ async function ls(ctx: CommandContext): Promise<number> {
 
 /** The users every base image knows (what /etc/passwd would resolve). */
 const PASSWD: Record<string, number> = { root: 0, daemon: 1, bin: 2, sys: 3, 'www-data': 33, nobody: 65534 };
+
+/** `hostname` prints the name; `hostname NAME` needs sethostname: CAP_SYS_ADMIN and a seccomp filter that allows it. */
+function hostname(ctx: CommandContext): number {
+  const name = ctx.argv.slice(1).find((a) => !a.startsWith('-'));
+  if (name === undefined || ctx.target.os === 'windows') {
+    ctx.stdout(`${ctx.target.hostname}${eol(ctx)}`);
+    return 0;
+  }
+  const spec = ctx.target.ociSpec;
+  if (!hasCapability(spec, 'SYS_ADMIN') || !syscallAllowed(spec, 'sethostname')) {
+    ctx.stderr('hostname: sethostname: Operation not permitted\n');
+    return 1;
+  }
+  return 0;
+}
+
+/** `brctl addbr|delbr NAME` changes bridges, which needs CAP_NET_ADMIN. */
+function brctl(ctx: CommandContext): number {
+  const [, verb, name] = ctx.argv;
+  if ((verb !== 'addbr' && verb !== 'delbr') || name === undefined) {
+    ctx.stderr('Usage: brctl COMMAND [BRIDGE] [ARGS]\n');
+    return 1;
+  }
+  if (!hasCapability(ctx.target.ociSpec, 'NET_ADMIN')) {
+    ctx.stderr(`brctl: bridge ${name}: Operation not permitted\n`);
+    return 1;
+  }
+  return 0;
+}
+
+/** chmod is refused by a seccomp filter that blocks chmod/fchmodat, and on a read-only root. */
+function chmod(ctx: CommandContext): number {
+  const [, mode, ...paths] = ctx.argv;
+  if (mode === undefined || paths.length === 0) {
+    ctx.stderr('chmod: missing operand\n');
+    return 1;
+  }
+  let status = 0;
+  for (const p of paths) {
+    if (!syscallAllowed(ctx.target.ociSpec, 'fchmodat') || !syscallAllowed(ctx.target.ociSpec, 'chmod')) {
+      ctx.stderr(`chmod: ${p}: Operation not permitted\n`);
+      status = 1;
+    } else if (writeRefused(ctx.target, p)) {
+      ctx.stderr(`chmod: ${p}: Read-only file system\n`);
+      status = 1;
+    }
+  }
+  return status;
+}
 
 function id(ctx: CommandContext): number {
   const user = ctx.target.ociSpec.process.user;
@@ -503,17 +574,29 @@ function filterLines(ctx: CommandContext, test: (line: string) => boolean, quiet
   return hits.length > 0 ? 0 : 1;
 }
 
-function grep(ctx: CommandContext): number {
+async function grep(ctx: CommandContext): Promise<number> {
   const args = ctx.argv.slice(1);
   const flags = args.filter((a) => a.startsWith('-')).join('');
-  const pattern = args.find((a) => !a.startsWith('-'));
+  const [pattern, ...files] = args.filter((a) => !a.startsWith('-'));
   if (pattern === undefined) {
     ctx.stderr('grep: no pattern\n');
     return 2;
   }
   const re = new RegExp(flags.includes('F') ? pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : pattern, flags.includes('i') ? 'i' : '');
   const invert = flags.includes('v');
-  return filterLines(ctx, (l) => re.test(l) !== invert, flags.includes('q'));
+  let input = ctx.stdin;
+  if (files.length > 0) {
+    input = '';
+    for (const f of files) {
+      const content = await readContainerFile(ctx, f);
+      if (content === undefined) {
+        ctx.stderr(`grep: ${f}: No such file or directory\n`);
+        return 2;
+      }
+      input += content;
+    }
+  }
+  return filterLines({ ...ctx, stdin: input }, (l) => re.test(l) !== invert, flags.includes('q'));
 }
 
 function findstr(ctx: CommandContext): number {

@@ -8,8 +8,8 @@ import { MAX_LOOP_ITERATIONS } from './shell.js';
  * and everything else routed to the same command registry as Linux programs.
  */
 export function registerWindowsShells(registry: CommandRegistry): void {
-  registry.registerDefault('cmd', (ctx) => runCmd(ctx, registry), { cpuLoad: 0.0005 });
-  const ps = (ctx: CommandContext): Promise<number> => runPowerShell(ctx, registry);
+  registry.registerDefault('cmd', runCmd, { cpuLoad: 0.0005 });
+  const ps = runPowerShell;
   registry.registerDefault('powershell', ps, { cpuLoad: 0.01 });
   registry.registerDefault('pwsh', ps, { cpuLoad: 0.01 });
 }
@@ -65,7 +65,7 @@ function waitForever(ctx: CommandContext): Promise<never> {
 // ---------------------------------------------------------------------------------------------
 // cmd.exe
 
-async function runCmd(ctx: CommandContext, registry: CommandRegistry): Promise<number> {
+async function runCmd(ctx: CommandContext): Promise<number> {
   const args = ctx.argv.slice(1);
   const at = args.findIndex((a) => /^\/[ck]$/i.test(a));
   if (at < 0) {
@@ -82,7 +82,7 @@ async function runCmd(ctx: CommandContext, registry: CommandRegistry): Promise<n
   for (const { part, sep } of statements) {
     if (!skip) {
       // cmd keeps trailing blanks: `echo hello & echo x` prints "hello ".
-      const result = await cmdStatement(part.replace(/^\s+/, ''), ctx, registry, env);
+      const result = await cmdStatement(part.replace(/^\s+/, ''), ctx, env);
       if (result.exit) return result.status;
       status = result.status;
     }
@@ -98,7 +98,7 @@ function expandPercent(text: string, env: Map<string, string>): string {
   });
 }
 
-async function cmdStatement(raw: string, ctx: CommandContext, registry: CommandRegistry, env: Map<string, string>): Promise<{ status: number; exit?: boolean }> {
+async function cmdStatement(raw: string, ctx: CommandContext, env: Map<string, string>): Promise<{ status: number; exit?: boolean }> {
   if (raw.trim() === '') return { status: 0 };
   let text = expandPercent(raw, env);
   let io: CommandIo = ctx;
@@ -183,7 +183,7 @@ interface PsState {
   lastExitCode: number;
 }
 
-async function runPowerShell(ctx: CommandContext, registry: CommandRegistry): Promise<number> {
+async function runPowerShell(ctx: CommandContext): Promise<number> {
   const args = ctx.argv.slice(1);
   let i = 0;
   while (i < args.length && /^-(noprofile|nologo|noninteractive|executionpolicy|inputformat|outputformat|noexit)$/i.test(args[i] as string)) {
@@ -198,7 +198,7 @@ async function runPowerShell(ctx: CommandContext, registry: CommandRegistry): Pr
   }
   const state: PsState = { env: new Map(ctx.env), vars: new Map([['true', 'True'], ['false', 'False']]), failed: false, lastExitCode: 0 };
   try {
-    await psBlock(script, ctx, registry, state, ctx);
+    await psBlock(script, ctx, state, ctx);
   } catch (err) {
     if (err instanceof PsExit) return err.code;
     throw err;
@@ -206,10 +206,10 @@ async function runPowerShell(ctx: CommandContext, registry: CommandRegistry): Pr
   return state.failed ? 1 : 0;
 }
 
-async function psBlock(script: string, ctx: CommandContext, registry: CommandRegistry, state: PsState, io: CommandIo & { stdin?: string }): Promise<void> {
+async function psBlock(script: string, ctx: CommandContext, state: PsState, io: CommandIo & { stdin?: string }): Promise<void> {
   for (const { part } of splitTopLevel(script, [';', '\n'])) {
     const statement = part.trim();
-    if (statement !== '') await psStatement(statement, ctx, registry, state, io);
+    if (statement !== '') await psStatement(statement, ctx, state, io);
   }
 }
 
@@ -231,13 +231,13 @@ function isTruthy(condition: string, state: PsState): boolean {
   return !(v === '' || v === 'false' || v === '0' || v === '$false');
 }
 
-async function psStatement(statement: string, ctx: CommandContext, registry: CommandRegistry, state: PsState, io: CommandIo & { stdin?: string }): Promise<void> {
+async function psStatement(statement: string, ctx: CommandContext, state: PsState, io: CommandIo & { stdin?: string }): Promise<void> {
   const loop = /^while\s*\((.*?)\)\s*\{(.*)\}$/is.exec(statement);
   if (loop !== null) {
     for (let n = 0; n < MAX_LOOP_ITERATIONS && isTruthy(loop[1] as string, state); n++) {
       await yieldToEventLoop();
       if (ctx.signal.aborted) throw new Error('terminated');
-      await psBlock(loop[2] as string, ctx, registry, state, io);
+      await psBlock(loop[2] as string, ctx, state, io);
     }
     return;
   }
@@ -248,7 +248,7 @@ async function psStatement(statement: string, ctx: CommandContext, registry: Com
       let captured = '';
       const last = s === stages.length - 1;
       const stageIo = last ? { ...io, stdin: input } : { stdout: (t: string) => (captured += t), stderr: io.stderr, stdin: input };
-      await psStatement(stages[s] as string, ctx, registry, state, stageIo);
+      await psStatement(stages[s] as string, ctx, state, stageIo);
       input = captured;
     }
     return;

@@ -47,6 +47,12 @@ export interface StagedCredentialSpec {
   securityOption: string;
 }
 
+/** Told about every credential spec written and removed (metrics). */
+export interface CredentialSpecHandoffObserver {
+  onWritten?(staged: StagedCredentialSpec): void;
+  onRemoved?(staged: StagedCredentialSpec): void;
+}
+
 /** An unguessable name: the prefix and 40 random bytes in hex, as cri-dockerd names registry values. */
 export function newCredentialSpecName(): string {
   return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomBytes(40).toString('hex')}`;
@@ -82,12 +88,20 @@ export class CredentialSpecHandoff {
   readonly directory: string;
   readonly registry: SimulatedRegistry;
   private readonly logger: Logger;
+  private readonly observer: CredentialSpecHandoffObserver;
 
-  private constructor(transport: CredentialSpecTransportKind, directory: string, registry: SimulatedRegistry, logger: Logger) {
+  private constructor(
+    transport: CredentialSpecTransportKind,
+    directory: string,
+    registry: SimulatedRegistry,
+    logger: Logger,
+    observer: CredentialSpecHandoffObserver,
+  ) {
     this.transport = transport;
     this.directory = directory;
     this.registry = registry;
     this.logger = logger;
+    this.observer = observer;
   }
 
   /** Creates the 0700 credential spec directory and opens the simulated registry under `stateDir`. */
@@ -95,13 +109,14 @@ export class CredentialSpecHandoff {
     stateDir: string,
     transport: CredentialSpecTransportKind = 'file',
     logger: Logger = silentLogger(),
+    observer: CredentialSpecHandoffObserver = {},
   ): Promise<CredentialSpecHandoff> {
     const directory = join(stateDir, CREDENTIAL_SPEC_DIRECTORY);
     await mkdir(directory, { recursive: true, mode: 0o700 });
     // mkdir's mode is filtered by the umask and ignored for an existing directory.
     await chmod(directory, 0o700);
     const registry = await SimulatedRegistry.open(stateDir);
-    return new CredentialSpecHandoff(transport, directory, registry, logger);
+    return new CredentialSpecHandoff(transport, directory, registry, logger, observer);
   }
 
   /** True for the KEP's file: delete it as soon as StartContainer returns. */
@@ -111,6 +126,12 @@ export class CredentialSpecHandoff {
 
   /** Writes the credential spec (file 0600 with an unguessable name, or a registry value). */
   async stage(credentialSpec: string): Promise<StagedCredentialSpec> {
+    const staged = await this.write(credentialSpec);
+    this.observer.onWritten?.(staged);
+    return staged;
+  }
+
+  private async write(credentialSpec: string): Promise<StagedCredentialSpec> {
     if (this.transport === 'registry') {
       const name = newCredentialSpecName();
       await this.registry.setStringValue(CREDENTIAL_SPEC_REGISTRY_KEY, name, credentialSpec);
@@ -147,6 +168,12 @@ export class CredentialSpecHandoff {
     if (!STAGED_NAME.test(staged.name)) {
       throw new Error(`refusing to remove ${JSON.stringify(staged.name)}: not a staged credential spec name`);
     }
+    const removed = await this.delete(staged);
+    if (removed) this.observer.onRemoved?.(staged);
+    return removed;
+  }
+
+  private async delete(staged: StagedCredentialSpec): Promise<boolean> {
     if (staged.transport === 'registry') {
       return this.registry.deleteValue(CREDENTIAL_SPEC_REGISTRY_KEY, staged.name);
     }

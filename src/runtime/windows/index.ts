@@ -18,4 +18,5 @@ export * from './node-directory.js';
 export * from './oci-windows.js';
 export * from './security-options.js';
 export * from './simulated-registry.js';
+export * from './windows-runtime.js';
 export * from './windows-status.js';

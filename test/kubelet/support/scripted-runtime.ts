@@ -50,6 +50,9 @@ export class ScriptedRuntime {
         if (this.names.get(req.container_id) === 'crash') throw fail(grpc.status.UNKNOWN, 'The user name or password is incorrect.');
         return {};
       }),
+      // The node starts empty: nothing runs that the kubelet did not start here.
+      ListPodSandbox: handle('ListPodSandbox', () => ({ items: [] })),
+      ListContainers: handle('ListContainers', () => ({ containers: [] })),
       ContainerStatus: handle('ContainerStatus', (req) => ({
         status: { id: req.container_id, state: 2, exit_code: this.exits.get(req.container_id) ?? 0, reason: '', message: '' },
       })),

@@ -1,0 +1,80 @@
+/**
+ * The demo's result table: one row per container (or per pod that never reached the node), with
+ * the effective user and gMSA as the runtime reports them, the outcome, whether that outcome was
+ * the expected one, and the kubelet's reason/message. Plain text with aligned columns, so it reads
+ * the same in a terminal, a CI log and a test.
+ */
+import type { ExampleReport, RowVerdict } from './run-example.js';
+
+export const TABLE_HEADER = ['POD', 'CONTAINER', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;
+
+export interface TableOptions {
+  /** Longest MESSAGE cell before it is cut with `…` (default: no limit). */
+  readonly messageWidth?: number;
+  /** Width of a terminal: when the messages do not fit beside the other columns, they become numbered notes under the table. */
+  readonly tableWidth?: number;
+}
+
+function cut(text: string, width: number | undefined): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  if (width === undefined || oneLine.length <= width) return oneLine;
+  return `${oneLine.slice(0, Math.max(1, width - 1))}…`;
+}
+
+/** The cells of one verdict's row. */
+export function tableCells(v: RowVerdict, options: TableOptions = {}): string[] {
+  const row = v.row;
+  if (row === undefined) {
+    const e = v.expectation!;
+    return [e.pod, e.container ?? '-', '-', '-', '(missing)', 'no', cut(`expected ${e.outcome}`, options.messageWidth)];
+  }
+  return [
+    row.pod,
+    row.container ?? '-',
+    row.user ?? '-',
+    row.gmsa ?? '-',
+    row.outcome,
+    v.problems.length === 0 ? 'yes' : 'no',
+    cut(row.message === '' ? '-' : row.message, options.messageWidth),
+  ];
+}
+
+/** Aligned columns separated by two spaces, header first, no trailing spaces. */
+export function formatTable(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+/** The whole report as a table, followed by the details of every unexpected row. */
+export function formatReport(report: ExampleReport, options: TableOptions = {}): string {
+  const verdicts = report.runs.flatMap((r) => r.verdicts);
+  let rows = verdicts.map((v) => tableCells(v, options));
+  const notes: string[] = [];
+  if (options.tableWidth !== undefined) {
+    // Too narrow for the messages: the MESSAGE cell refers to a numbered note under the table.
+    const header: readonly string[] = TABLE_HEADER;
+    const before = header.slice(0, -1).reduce((sum, _, i) => sum + Math.max(...[header, ...rows].map((r) => r[i]!.length)) + 2, 0);
+    const room = options.tableWidth - before;
+    if (rows.some((r) => r[r.length - 1]!.length > room)) {
+      rows = rows.map((r) => {
+        const message = r[r.length - 1]!;
+        if (message === '-') return r;
+        notes.push(`[${notes.length + 1}] ${message}`);
+        return [...r.slice(0, -1), `[${notes.length}]`];
+      });
+    }
+  }
+  const lines = [formatTable([TABLE_HEADER, ...rows])];
+  if (notes.length > 0) lines.push('', ...notes);
+  const failed = verdicts.filter((v) => v.problems.length > 0);
+  if (failed.length > 0) {
+    lines.push('', 'Unexpected:');
+    for (const v of failed) {
+      const who = v.row ?? v.expectation!;
+      for (const p of v.problems) lines.push(`  ${who.pod}${who.container === undefined ? '' : `/${who.container}`}: ${p}`);
+    }
+  }
+  const total = verdicts.length;
+  lines.push('', `${total - failed.length} of ${total} results as expected.`);
+  return lines.join('\n');
+}

@@ -1,0 +1,67 @@
+import { reportCredentialSpecLeaks } from './container-create-windows.js';
+import type { RuntimeContext } from './runtime-context.js';
+import type { ContainerRecord } from './store/container-store.js';
+import { evaluateContainerIdentity, identityStartError, type ContainerIdentity } from './windows/container-identity.js';
+import { parseCredentialSpec } from './windows/credential-spec.js';
+import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
+import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
+import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
+
+/**
+ * StartContainer, the Windows part: what HCS does at CreateComputeSystem/Start in the mock
+ * backend. It reads the credential spec back through the container's security options (moby's
+ * rules), validates the document, puts it in the OCI spec as `windows.credentialSpec`, and decides
+ * the container's identity against the node's simulated AD (strict: AD failures fail the start;
+ * realistic: they show in the identity commands). Throws the start error; the caller records it
+ * on the container (EXITED, StartError) and releases the credential spec either way.
+ */
+export async function prepareWindowsStart(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
+  const { windows } = ctx;
+  const id = container.id;
+  windows.checkFault('credential-spec-read', id);
+  const credentialSpec = await credentialSpecFromSecurityOptions(windows.backendSecurityOptions(container.securityOptions, id), {
+    containerId: id,
+    credentialSpecDirectory: windows.handoff.directory,
+    registry: windows.handoff.registry,
+  });
+  windows.checkFault('credential-spec-validate', id);
+  const document = credentialSpec === undefined ? undefined : parseCredentialSpec(credentialSpec);
+  applyWindowsSpecOpts(container.ociSpec, withWindowsCredentialSpec(document));
+
+  windows.checkFault('identity', id);
+  const decision = evaluateContainerIdentity(
+    windows.node,
+    document,
+    container.config.windows?.security_context?.run_as_username,
+    container.imageConfig.user,
+    container.ociSpec.hostname,
+    windows.mode,
+    { hostProcess: container.config.windows?.security_context?.host_process ?? false, containerId: id },
+  );
+  const startError = identityStartError(decision);
+  if (startError !== undefined) throw startError;
+  container.platform[WINDOWS_IDENTITY_KEY] = decision.identity;
+  container.user = decision.identity.userName;
+  windows.checkFault('process-start', id);
+}
+
+/** The identity a started Windows container runs with, if it has one. */
+export function windowsIdentity(container: ContainerRecord): ContainerIdentity | undefined {
+  const identity = container.platform[WINDOWS_IDENTITY_KEY];
+  return typeof identity === 'object' && identity !== null ? (identity as ContainerIdentity) : undefined;
+}
+
+/**
+ * StartContainer returned (started or not): the KEP's temporary file is deleted now; a registry
+ * value stays until RemoveContainer (cri-dockerd). A failed deletion is logged and retried by
+ * RemoveContainer (and the next start-up sweep); it does not undo a started container.
+ */
+export async function releaseCredentialSpecAfterStart(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
+  if (container.securityOptions.length === 0) return;
+  try {
+    await ctx.windows.handoff.releaseAfterStart(container.securityOptions);
+  } catch (err) {
+    ctx.logger.warn({ err, containerId: container.id }, 'failed to remove the credential spec after StartContainer');
+  }
+  await reportCredentialSpecLeaks(ctx);
+}

@@ -1,0 +1,176 @@
+import type { Logger } from '../../log.js';
+import { silentLogger } from '../../log.js';
+import { withContext } from '../errors.js';
+import type { CommandRegistry } from '../process/command-registry.js';
+import { parseIdentityMode, type IdentityMode } from './container-identity.js';
+import {
+  CredentialSpecHandoff,
+  parseCredentialSpecTransport,
+  stagedFromSecurityOption,
+  type CredentialSpecHandoffObserver,
+  type CredentialSpecTransportKind,
+} from './credential-spec-handoff.js';
+import { registerIdentityCommands } from './identity-command-registration.js';
+import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
+
+/**
+ * Counters of the credential spec hand-off (the runtime command passes the metrics endpoint's;
+ * structurally the same as src/cri/metrics.ts CredentialSpecMetrics, without importing src/cri).
+ */
+export interface CredentialSpecCounters {
+  onWritten(): void;
+  onRemoved(): void;
+  setLeaked(count: number): void;
+}
+
+/**
+ * The steps between CreateContainer and a started process where a test may inject a failure:
+ * - `credential-spec-write`: CreateContainer, instead of writing the credential spec (a write error);
+ * - `credential-spec-written`: CreateContainer, right after the spec was written (any later create error);
+ * - `credential-spec-read`: StartContainer, before the backend reads the spec back through the security option;
+ * - `credential-spec-validate`: StartContainer, before the document is validated (a validation error);
+ * - `identity`: StartContainer, before the node's AD access is decided (an AD denial);
+ * - `process-start`: StartContainer, before the container's process is started (a process start error).
+ */
+export type WindowsFaultStep =
+  | 'credential-spec-write'
+  | 'credential-spec-written'
+  | 'credential-spec-read'
+  | 'credential-spec-validate'
+  | 'identity'
+  | 'process-start';
+
+export const WINDOWS_FAULT_STEPS: readonly WindowsFaultStep[] = [
+  'credential-spec-write',
+  'credential-spec-written',
+  'credential-spec-read',
+  'credential-spec-validate',
+  'identity',
+  'process-start',
+];
+
+/**
+ * Fault injection for tests, off unless given: `fail` is called at every step with the
+ * container's id; an error it returns (or throws) fails the RPC at that step, as a real failure
+ * there would. `securityOptions` may rewrite the options the backend reads (a malformed option
+ * from a faulty dockershim layer).
+ */
+export interface WindowsFaultInjection {
+  fail?(step: WindowsFaultStep, containerId: string): Error | undefined;
+  securityOptions?(options: readonly string[], containerId: string): string[];
+}
+
+/** `NodeRuntimeOptions.windows`: what `cri-winsim runtime --node … --ad-mode … --credspec-transport …` sets. */
+export interface WindowsRuntimeOptions {
+  /** `--node FILE`; the embedded WINNODE1 when absent. */
+  nodeFile?: string | undefined;
+  /** `--ad-mode`: strict (default) or realistic. */
+  adMode?: string | undefined;
+  /** `--credspec-transport`: file (default) or registry. */
+  credentialSpecTransport?: string | undefined;
+  credentialSpecMetrics?: CredentialSpecCounters | undefined;
+  /** Tests only. */
+  faults?: WindowsFaultInjection | undefined;
+}
+
+/** Checked options and the loaded node, before anything is created. */
+export interface PreparedWindowsRuntime {
+  node: NodeDirectory;
+  mode: IdentityMode;
+  transport: CredentialSpecTransportKind;
+  options: WindowsRuntimeOptions;
+}
+
+/** Registries that already have the identity commands (a registry is shared by runtimes in one process). */
+const registriesWithIdentity = new WeakSet<CommandRegistry>();
+
+/**
+ * The Windows path of one runtime instance: the simulated node and its AD, the identity mode,
+ * the dockershim credential spec hand-off, and the test-only fault seam. Opened at start-up,
+ * where a bad node file stops the runtime before it listens.
+ */
+export class WindowsRuntime {
+  private constructor(
+    readonly node: NodeDirectory,
+    readonly mode: IdentityMode,
+    readonly handoff: CredentialSpecHandoff,
+    private readonly counters: CredentialSpecCounters | undefined,
+    private readonly faults: WindowsFaultInjection | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Checks the options and loads the node file, creating nothing: a bad node file is refused
+   * (`<file>: <field>: <reason>`) before the runtime touches its state directory.
+   */
+  static async prepare(options: WindowsRuntimeOptions): Promise<PreparedWindowsRuntime> {
+    const mode = parseIdentityMode(options.adMode ?? 'strict');
+    const transport = parseCredentialSpecTransport(options.credentialSpecTransport ?? 'file');
+    const node = await openNodeDirectory(options.nodeFile);
+    return { node, mode, transport, options };
+  }
+
+  /** Opens the credential spec hand-off under `stateDir`, sweeps leftovers, installs the identity commands. */
+  static async open(prepared: PreparedWindowsRuntime, stateDir: string, commands: CommandRegistry, logger: Logger = silentLogger()): Promise<WindowsRuntime> {
+    const { node, mode, transport, options } = prepared;
+    const counters = options.credentialSpecMetrics;
+    const observer: CredentialSpecHandoffObserver = {
+      onWritten: () => counters?.onWritten(),
+      onRemoved: () => counters?.onRemoved(),
+    };
+    const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer);
+    const runtime = new WindowsRuntime(node, mode, handoff, counters, options.faults, logger);
+    // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
+    const swept = await handoff.sweep();
+    counters?.setLeaked(0);
+    if (!registriesWithIdentity.has(commands)) {
+      registerIdentityCommands(commands);
+      registriesWithIdentity.add(commands);
+    }
+    logger.info(
+      { node: node.name, nodeSource: node.source, adMode: mode, credentialSpecTransport: transport, sweptCredentialSpecs: swept.length },
+      'windows node ready',
+    );
+    return runtime;
+  }
+
+  /** Fails the current operation when a test injected a fault at this step. */
+  checkFault(step: WindowsFaultStep, containerId: string): void {
+    const err = this.faults?.fail?.(step, containerId);
+    if (err !== undefined) throw withContext(err, `injected fault at ${step}`);
+  }
+
+  /** The security options the backend reads (the fault seam may rewrite them). */
+  backendSecurityOptions(options: readonly string[], containerId: string): string[] {
+    return this.faults?.securityOptions?.(options, containerId) ?? [...options];
+  }
+
+  /**
+   * Sets the leak gauge: staged credential specs that no live container refers to, which no
+   * later container operation would remove (the next start-up sweep will).
+   */
+  async reportLeaks(liveSecurityOptions: Iterable<readonly string[]>): Promise<number> {
+    if (this.counters === undefined) return 0;
+    try {
+      const referenced = new Set<string>();
+      for (const options of liveSecurityOptions) {
+        for (const option of options) {
+          const staged = stagedFromSecurityOption(option);
+          if (staged !== undefined) referenced.add(`${staged.transport}:${staged.name}`);
+        }
+      }
+      const leaked = (await this.handoff.leftovers()).filter((s) => !referenced.has(`${s.transport}:${s.name}`)).length;
+      this.counters.setLeaked(leaked);
+      return leaked;
+    } catch (err) {
+      this.logger.warn({ err }, 'counting leftover credential specs failed');
+      return 0;
+    }
+  }
+
+  /** Shutdown: the containers die with the runtime's memory, so every staged spec goes. */
+  async close(): Promise<void> {
+    await this.handoff.sweep();
+    this.counters?.setLeaked(0);
+  }
+}
