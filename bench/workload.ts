@@ -234,13 +234,17 @@ export async function addLiveSandboxes(
   });
 }
 
-/** Creates and starts one long-running container in each sandbox. Untimed. */
+/**
+ * Creates one long-running container in each sandbox and starts it (or, with `start: false`,
+ * leaves it CREATED: still a live object for the lists, without a process). Untimed.
+ */
 export async function addLiveContainers(
   cri: CriClient,
   sandboxes: LiveSandbox[],
   image: string,
-  settings: SetupSettings,
+  settings: SetupSettings & { start?: boolean },
 ): Promise<{ done: string[]; error?: string }> {
+  const start = settings.start ?? true;
   return bounded(sandboxes.length, settings.concurrency, settings.deadlineMs, async (i) => {
     const { id, pod } = sandboxes[i];
     let step = 'CreateContainer';
@@ -251,8 +255,10 @@ export async function addLiveContainers(
         { pod_sandbox_id: id, config: containerConfig(pod, image), sandbox_config: sandboxConfig(pod) },
         settings,
       );
-      step = 'StartContainer';
-      await unaryCall(cri.runtime, 'StartContainer', { container_id }, settings);
+      if (start) {
+        step = 'StartContainer';
+        await unaryCall(cri.runtime, 'StartContainer', { container_id }, settings);
+      }
       return container_id;
     } catch (err) {
       throw describe(step, err);

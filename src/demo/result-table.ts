@@ -9,24 +9,19 @@ import type { ExampleReport, RowVerdict } from './run-example.js';
 export const TABLE_HEADER = ['POD', 'CONTAINER', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;
 
 export interface TableOptions {
-  /** Longest MESSAGE cell before it is cut with `…` (default: no limit). */
-  readonly messageWidth?: number;
   /** Width of a terminal: when the messages do not fit beside the other columns, they become numbered notes under the table. */
   readonly tableWidth?: number;
 }
 
-function cut(text: string, width: number | undefined): string {
-  const oneLine = text.replace(/\s+/g, ' ').trim();
-  if (width === undefined || oneLine.length <= width) return oneLine;
-  return `${oneLine.slice(0, Math.max(1, width - 1))}…`;
-}
+/** Messages may span lines (runtime errors do); a table cell may not. */
+const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();
 
 /** The cells of one verdict's row. */
-export function tableCells(v: RowVerdict, options: TableOptions = {}): string[] {
+export function tableCells(v: RowVerdict): string[] {
   const row = v.row;
   if (row === undefined) {
     const e = v.expectation!;
-    return [e.pod, e.container ?? '-', '-', '-', '(missing)', 'no', cut(`expected ${e.outcome}`, options.messageWidth)];
+    return [e.pod, e.container ?? '-', '-', '-', '(missing)', 'no', `expected ${e.outcome}`];
   }
   return [
     row.pod,
@@ -35,7 +30,7 @@ export function tableCells(v: RowVerdict, options: TableOptions = {}): string[] 
     row.gmsa ?? '-',
     row.outcome,
     v.problems.length === 0 ? 'yes' : 'no',
-    cut(row.message === '' ? '-' : row.message, options.messageWidth),
+    row.message === '' ? '-' : oneLine(row.message),
   ];
 }
 
@@ -48,7 +43,7 @@ export function formatTable(rows: readonly (readonly string[])[]): string {
 /** The whole report as a table, followed by the details of every unexpected row. */
 export function formatReport(report: ExampleReport, options: TableOptions = {}): string {
   const verdicts = report.runs.flatMap((r) => r.verdicts);
-  let rows = verdicts.map((v) => tableCells(v, options));
+  let rows = verdicts.map((v) => tableCells(v));
   const notes: string[] = [];
   if (options.tableWidth !== undefined) {
     // Too narrow for the messages: the MESSAGE cell refers to a numbered note under the table.

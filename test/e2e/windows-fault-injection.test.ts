@@ -1,0 +1,248 @@
+// Fails the runtime at every step between CreateContainer and a started process — the write of
+// the credential spec, any later create error, reading it back, validating it, the AD decision,
+// the process start, and a runtime restart — through the CRI socket, and checks that no
+// credential spec file (or registry value, once the container is removed) is left behind.
+// The failures come from the runtime's test-only fault seam (NodeRuntimeOptions.windows.faults).
+import { expect } from 'chai';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCriClient, unaryCall } from '../../src/cri/proto.js';
+import { WINDOWS_FAULT_STEPS, type CredentialSpecCounters, type WindowsFaultStep } from '../../src/runtime/windows/windows-runtime.js';
+import { startRuntime } from '../support/runtime.js';
+import {
+  CONTAINER_CREATED,
+  CONTAINER_EXITED,
+  CONTAINER_RUNNING,
+  IIS,
+  KEP_EXAMPLE_CREDENTIAL_SPEC,
+  NO_LEFTOVERS,
+  createWindowsContainer,
+  credentialSpecLeftovers,
+  rejection,
+  removeAllPods,
+  startInProcessRuntime,
+  windowsContainerConfig,
+  windowsPodConfig,
+  type InProcessRuntime,
+} from './windows-support.js';
+
+const CREATE_STEPS: readonly WindowsFaultStep[] = ['credential-spec-write', 'credential-spec-written'];
+
+const SECURITY = { run_as_username: 'ContainerUser', credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC };
+
+/** Counts what the hand-off reports to the metrics (the runtime command passes the Prometheus ones). */
+function countingMetrics(): CredentialSpecCounters & { written: number; removed: number; leaked: number } {
+  const m = {
+    written: 0,
+    removed: 0,
+    leaked: -1,
+    onWritten: () => { m.written++; },
+    onRemoved: () => { m.removed++; },
+    setLeaked: (n: number) => { m.leaked = n; },
+  };
+  return m;
+}
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failing sequence can be replayed by its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('Windows credential spec fault injection through the CRI socket', function () {
+  this.timeout(60_000);
+
+  for (const transport of ['file', 'registry'] as const) {
+    describe(`${transport} transport`, () => {
+      let rt: InProcessRuntime | undefined;
+      /** Which step fails for which container; each test sets its own. */
+      let fails: (step: WindowsFaultStep, containerId: string) => boolean = () => false;
+      const metrics = countingMetrics();
+      before(async () => {
+        rt = await startInProcessRuntime({
+          credentialSpecTransport: transport,
+          credentialSpecMetrics: metrics,
+          faults: { fail: (step, id) => (fails(step, id) ? new Error(`simulated failure at ${step} of ${id}`) : undefined) },
+        });
+      });
+      afterEach(() => {
+        fails = () => false;
+      });
+      after(async () => {
+        await rt?.close();
+        if (rt !== undefined) await rm(rt.dir, { recursive: true, force: true });
+      });
+
+      for (const step of WINDOWS_FAULT_STEPS) {
+        it(`a failure at ${step} leaves no credential spec behind`, async () => {
+          const cri = rt!.cri;
+          fails = (at) => at === step;
+          const pod = windowsPodConfig(`fault-${step}`, join(rt!.dir, 'pods'), SECURITY);
+          if (CREATE_STEPS.includes(step)) {
+            await unaryCall(cri.image, 'PullImage', { image: { image: IIS } });
+            const { pod_sandbox_id: podId } = await unaryCall(cri.runtime, 'RunPodSandbox', { config: pod });
+            const err = await rejection(
+              unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: podId, config: windowsContainerConfig('app', IIS, SECURITY), sandbox_config: pod }),
+            );
+            expect(err.code, err.details).to.equal(GrpcStatus.INTERNAL);
+            expect(err.details).to.contain(`simulated failure at ${step}`);
+            expect((await unaryCall(cri.runtime, 'ListContainers', {})).containers).to.deep.equal([]);
+            expect(await credentialSpecLeftovers(rt!.stateDir)).to.deep.equal(NO_LEFTOVERS);
+          } else {
+            const { containerId } = await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+            const err = await rejection(unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }));
+            expect(err.code, err.details).to.equal(GrpcStatus.INTERNAL);
+            expect(err.details).to.equal(`injected fault at ${step}: simulated failure at ${step} of ${containerId}`);
+            const { status } = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: containerId });
+            expect([status!.state, status!.exit_code, status!.reason, status!.message]).to.deep.equal([CONTAINER_EXITED, 128, 'StartError', err.details]);
+            const afterStart = await credentialSpecLeftovers(rt!.stateDir);
+            // The KEP's file goes with StartContainer; cri-dockerd's registry value with RemoveContainer.
+            expect(afterStart.files).to.deep.equal([]);
+            expect(afterStart.registryValues).to.have.length(transport === 'registry' ? 1 : 0);
+            await unaryCall(cri.runtime, 'RemoveContainer', { container_id: containerId });
+            expect(await credentialSpecLeftovers(rt!.stateDir)).to.deep.equal(NO_LEFTOVERS);
+          }
+          await removeAllPods(cri);
+          expect(metrics.written).to.equal(metrics.removed);
+          expect(metrics.leaked).to.equal(0);
+        });
+      }
+
+      it('a process that cannot start (unknown program) leaves no credential spec behind', async () => {
+        const cri = rt!.cri;
+        const pod = windowsPodConfig('no-program', join(rt!.dir, 'pods'), SECURITY);
+        const { containerId } = await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY, ['C:\\no-such-program.exe']));
+        const err = await rejection(unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }));
+        expect(err.code).to.equal(GrpcStatus.UNKNOWN);
+        expect(err.details).to.contain('exec: "C:\\no-such-program.exe": executable file not found');
+        const { status } = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: containerId });
+        expect([status!.state, status!.reason]).to.deep.equal([CONTAINER_EXITED, 'StartError']);
+        expect((await credentialSpecLeftovers(rt!.stateDir)).files).to.deep.equal([]);
+        await removeAllPods(cri);
+        expect(await credentialSpecLeftovers(rt!.stateDir)).to.deep.equal(NO_LEFTOVERS);
+      });
+
+      it('a seeded mix of faults over concurrent containers leaves nothing behind', async () => {
+        const cri = rt!.cri;
+        const random = prng(20261121);
+        const steps: Array<WindowsFaultStep | undefined> = [...WINDOWS_FAULT_STEPS, undefined, undefined];
+        // Each container gets its failing step (or none) when the seam first sees its id, which is
+        // at the credential spec write of its CreateContainer.
+        const plan = new Map<string, WindowsFaultStep | undefined>();
+        fails = (step, id) => {
+          if (!plan.has(id)) plan.set(id, steps[Math.floor(random() * steps.length)]);
+          return plan.get(id) === step;
+        };
+        const pod = windowsPodConfig('mix', join(rt!.dir, 'pods'), SECURITY);
+        await unaryCall(cri.image, 'PullImage', { image: { image: IIS } });
+        const { pod_sandbox_id: podId } = await unaryCall(cri.runtime, 'RunPodSandbox', { config: pod });
+        let started = 0;
+        let failures = 0;
+        for (let round = 0; round < 4; round++) {
+          const outcomes = await Promise.all(
+            Array.from({ length: 6 }, async (_, i) => {
+              const config = windowsContainerConfig(`app-${round}-${i}`, IIS, SECURITY);
+              const created = await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: podId, config, sandbox_config: pod }).catch(() => undefined);
+              if (created === undefined) return 'create failed';
+              return unaryCall(cri.runtime, 'StartContainer', { container_id: created.container_id }).then(() => 'started', () => 'start failed');
+            }),
+          );
+          started += outcomes.filter((o) => o === 'started').length;
+          failures += outcomes.filter((o) => o !== 'started').length;
+          expect((await credentialSpecLeftovers(rt!.stateDir)).files).to.deep.equal([]);
+        }
+        expect(started, 'some containers start').to.be.greaterThan(0);
+        expect(failures, 'some containers fail').to.be.greaterThan(0);
+        expect(plan.size).to.equal(24);
+        await removeAllPods(cri);
+        expect(await credentialSpecLeftovers(rt!.stateDir)).to.deep.equal(NO_LEFTOVERS);
+        expect(metrics.written).to.equal(metrics.removed);
+        expect(metrics.leaked).to.equal(0);
+      });
+    });
+  }
+
+  describe('runtime restart between create and start', () => {
+    for (const transport of ['file', 'registry'] as const) {
+      it(`${transport}: a crashed runtime's credential spec is swept when the runtime opens again`, async () => {
+        const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-restart-'));
+        try {
+          const first = await startInProcessRuntime({ credentialSpecTransport: transport }, dir);
+          const pod = windowsPodConfig('restart', join(dir, 'pods'), SECURITY);
+          const { containerId } = await createWindowsContainer(first.cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+          const { status } = await unaryCall(first.cri.runtime, 'ContainerStatus', { container_id: containerId });
+          expect(status!.state).to.equal(CONTAINER_CREATED);
+          const staged = await credentialSpecLeftovers(first.stateDir);
+          expect(staged.files.length + staged.registryValues.length).to.equal(1);
+          await first.crash();
+
+          const metrics = countingMetrics();
+          const second = await startInProcessRuntime({ credentialSpecTransport: transport, credentialSpecMetrics: metrics }, dir);
+          try {
+            expect(await credentialSpecLeftovers(second.stateDir)).to.deep.equal(NO_LEFTOVERS);
+            expect([metrics.removed, metrics.leaked]).to.deep.equal([1, 0]);
+            // The container did not survive the restart (state is in memory): nothing to start.
+            const err = await rejection(unaryCall(second.cri.runtime, 'StartContainer', { container_id: containerId }));
+            expect(err.code).to.equal(GrpcStatus.NOT_FOUND);
+          } finally {
+            await second.close();
+          }
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      });
+    }
+
+    it('cri-winsim runtime killed with SIGKILL after CreateContainer: the next start-up sweeps the file', async () => {
+      const shared = await mkdtemp(join(tmpdir(), 'cri-winsim-restart-'));
+      const stateDir = join(shared, 'state');
+      try {
+        const first = await startRuntime({ name: 'windows-restart-1', args: ['--state-dir', stateDir] });
+        const cri = createCriClient(first.endpoint);
+        try {
+          const pod = windowsPodConfig('killed', join(shared, 'pods'), SECURITY);
+          await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+          expect((await credentialSpecLeftovers(stateDir)).files).to.have.length(1);
+        } finally {
+          cri.close();
+        }
+        process.kill(first.pid, 'SIGKILL');
+        const exit = await first.stop();
+        expect(exit.signal).to.equal('SIGKILL');
+        expect((await credentialSpecLeftovers(stateDir)).files, 'a killed runtime cannot clean up').to.have.length(1);
+
+        const second = await startRuntime({ name: 'windows-restart-2', args: ['--state-dir', stateDir] });
+        try {
+          expect(await credentialSpecLeftovers(stateDir)).to.deep.equal(NO_LEFTOVERS);
+        } finally {
+          await second.stop();
+        }
+      } finally {
+        await rm(shared, { recursive: true, force: true });
+      }
+    });
+  });
+
+  it('a started container stays RUNNING with no fault injected (the seam is off by default)', async () => {
+    const rt = await startInProcessRuntime({});
+    try {
+      const pod = windowsPodConfig('no-faults', join(rt.dir, 'pods'), SECURITY);
+      const { containerId } = await createWindowsContainer(rt.cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+      await unaryCall(rt.cri.runtime, 'StartContainer', { container_id: containerId });
+      const { status } = await unaryCall(rt.cri.runtime, 'ContainerStatus', { container_id: containerId });
+      expect(status!.state).to.equal(CONTAINER_RUNNING);
+      expect(await credentialSpecLeftovers(rt.stateDir)).to.deep.equal(NO_LEFTOVERS);
+    } finally {
+      await rt.close();
+      await rm(rt.dir, { recursive: true, force: true });
+    }
+  });
+});
