@@ -428,11 +428,17 @@ async function main(): Promise<void> {
         // Out of file descriptors (one per running container): the remaining sandboxes get a CREATED
         // container, so the lists still see the full count of objects. Memory figures exclude these.
         let createdOnly = 0;
-        if (containers.error?.includes('EMFILE') && sandboxes.error === undefined) {
+        const listedAfterStarts =
+          containers.error?.includes('EMFILE') && sandboxes.error === undefined
+            ? await unaryCall(ours.runtime, 'ListContainers', { filter: {} }, CALL).catch((err: unknown) => {
+                notes.push(`listing containers after the failed starts failed: ${err instanceof Error ? err.message : String(err)}`);
+                return undefined;
+              })
+            : undefined;
+        if (listedAfterStarts !== undefined) {
           const started = new Set(containers.done);
           // The failed starts left CREATED containers behind; only sandboxes without any get one.
-          const listed = await unaryCall(ours.runtime, 'ListContainers', { filter: {} }, CALL);
-          const withContainer = new Set(listed.containers.map((c) => c.pod_sandbox_id));
+          const withContainer = new Set(listedAfterStarts.containers.map((c) => c.pod_sandbox_id));
           const bare = sandboxes.done.filter((sb) => !withContainer.has(sb.id));
           const created = await addLiveContainers(ours, bare, image, { ...setupSettings, start: false });
           createdOnly = created.done.length;
@@ -460,57 +466,64 @@ async function main(): Promise<void> {
         );
 
         for (const operation of ['ListContainers', 'ListPodSandbox'] as const) {
-          // The floor answers with the runtime's own response, so both serialise the same bytes.
-          const captured =
-            operation === 'ListContainers'
-              ? await unaryCall(ours.runtime, 'ListContainers', { filter: {} }, CALL)
-              : await unaryCall(ours.runtime, 'ListPodSandbox', { filter: {} }, CALL);
-          const items = 'containers' in captured ? captured.containers.length : captured.items.length;
-          await floor.setResponse(operation, captured);
-          const metricsUrl = runtime.metricsUrl();
-          const opType = operationType(operation);
-          // A scrape that fails (say the runtime is out of file descriptors) only loses this figure.
-          const scrape = async (): Promise<HandlerTotals | undefined> => {
-            if (!metricsUrl) return undefined;
-            try {
-              return await scrapeHandlerTotals(metricsUrl, opType);
-            } catch (err) {
-              notes.push(`metrics scrape at ${live} live pods failed: ${err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err)}`);
-              return undefined;
+          // One list failing (e.g. a response over the 16 MiB message limit) only loses its own figures.
+          try {
+            // The floor answers with the runtime's own response, so both serialise the same bytes.
+            const captured =
+              operation === 'ListContainers'
+                ? await unaryCall(ours.runtime, 'ListContainers', { filter: {} }, CALL)
+                : await unaryCall(ours.runtime, 'ListPodSandbox', { filter: {} }, CALL);
+            const items = 'containers' in captured ? captured.containers.length : captured.items.length;
+            await floor.setResponse(operation, captured);
+            const metricsUrl = runtime.metricsUrl();
+            const opType = operationType(operation);
+            // A scrape that fails (say the runtime is out of file descriptors) only loses this figure.
+            const scrape = async (): Promise<HandlerTotals | undefined> => {
+              if (!metricsUrl) return undefined;
+              try {
+                return await scrapeHandlerTotals(metricsUrl, opType);
+              } catch (err) {
+                notes.push(`metrics scrape at ${live} live pods failed: ${err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err)}`);
+                return undefined;
+              }
+            };
+            const before = await scrape();
+            const r = await timeList(ours, operation, settings);
+            const after = await scrape();
+            const f = await timeList(base, operation, settings);
+            const handlerMs = before && after ? meanHandlerMs(before, after) : null;
+            let crictl: ListComparison['crictl'];
+            if (settings.crictl !== undefined) {
+              const args = operation === 'ListContainers' ? ['ps', '-a', '-q'] : ['pods', '-q'];
+              try {
+                crictl = {
+                  runtime: (await timeCrictl(settings.crictl, crictlConfigs.runtime, args, CRICTL_SAMPLES)).summary,
+                  floor: (await timeCrictl(settings.crictl, crictlConfigs.floor, args, CRICTL_SAMPLES)).summary,
+                  versionBaseline: (await timeCrictl(settings.crictl, crictlConfigs.runtime, ['version'], CRICTL_SAMPLES)).summary,
+                };
+              } catch (err) {
+                notes.push(`crictl timing at ${live} live pods failed: ${err instanceof Error ? err.message : String(err)}`);
+              }
             }
-          };
-          const before = await scrape();
-          const r = await timeList(ours, operation, settings);
-          const after = await scrape();
-          const f = await timeList(base, operation, settings);
-          const handlerMs = before && after ? meanHandlerMs(before, after) : null;
-          let crictl: ListComparison['crictl'];
-          if (settings.crictl !== undefined) {
-            const args = operation === 'ListContainers' ? ['ps', '-a', '-q'] : ['pods', '-q'];
-            try {
-              crictl = {
-                runtime: (await timeCrictl(settings.crictl, crictlConfigs.runtime, args, CRICTL_SAMPLES)).summary,
-                floor: (await timeCrictl(settings.crictl, crictlConfigs.floor, args, CRICTL_SAMPLES)).summary,
-                versionBaseline: (await timeCrictl(settings.crictl, crictlConfigs.runtime, ['version'], CRICTL_SAMPLES)).summary,
-              };
-            } catch (err) {
-              notes.push(`crictl timing at ${live} live pods failed: ${err instanceof Error ? err.message : String(err)}`);
+            report.lists.push({
+              operation,
+              // What the unfiltered list returned: sandboxes for ListPodSandbox, containers for ListContainers.
+              liveObjects: items,
+              itemsReturned: items,
+              runtime: r,
+              floor: f,
+              ratios: compareLatency(r, f),
+              ...(handlerMs !== null ? { runtimeHandlerMeanMs: round(handlerMs) } : {}),
+              ...(crictl !== undefined ? { crictl } : {}),
+            });
+            log(`  ${operation} over ${live} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}${handlerMs !== null ? ` | in the runtime's handler ${fmt(handlerMs)} ms` : ''}`);
+            if (crictl) {
+              log(`    crictl ${operation === 'ListContainers' ? 'ps -a -q' : 'pods -q'}: p50 ${fmt(crictl.runtime.p50)} ms | floor ${fmt(crictl.floor.p50)} ms | crictl version ${fmt(crictl.versionBaseline.p50)} ms`);
             }
-          }
-          report.lists.push({
-            operation,
-            // What the unfiltered list returned: sandboxes for ListPodSandbox, containers for ListContainers.
-            liveObjects: items,
-            itemsReturned: items,
-            runtime: r,
-            floor: f,
-            ratios: compareLatency(r, f),
-            ...(handlerMs !== null ? { runtimeHandlerMeanMs: round(handlerMs) } : {}),
-            ...(crictl !== undefined ? { crictl } : {}),
-          });
-          log(`  ${operation} over ${live} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}${handlerMs !== null ? ` | in the runtime's handler ${fmt(handlerMs)} ms` : ''}`);
-          if (crictl) {
-            log(`    crictl ${operation === 'ListContainers' ? 'ps -a -q' : 'pods -q'}: p50 ${fmt(crictl.runtime.p50)} ms | floor ${fmt(crictl.floor.p50)} ms | crictl version ${fmt(crictl.versionBaseline.p50)} ms`);
+          } catch (err) {
+            const note = `${operation} at ${live} running containers could not be measured: ${err instanceof Error ? err.message : String(err)}`;
+            notes.push(note);
+            log(`  ${note}`);
           }
         }
         // The runtime could not hold more: larger sizes would fail the same way.

@@ -231,6 +231,56 @@ describe('Windows credential spec fault injection through the CRI socket', funct
     });
   });
 
+  it('cri-winsim runtime --metrics-addr counts credential specs written and removed, and none leaked', async () => {
+    const rt = await startRuntime({ name: 'windows-metrics', args: ['--metrics-addr', '127.0.0.1:0'] });
+    const cri = createCriClient(rt.endpoint);
+    try {
+      const line = rt.output().split('\n').find((l) => l.includes('serving metrics'));
+      const url = line === undefined ? undefined : (JSON.parse(line) as { url?: string }).url;
+      if (url === undefined) throw new Error(`the runtime did not log its metrics URL:\n${rt.output()}`);
+      const metric = async (name: string): Promise<number> => {
+        const text = await (await fetch(url)).text();
+        const m = new RegExp(`^cri_winsim_${name} (\\S+)$`, 'm').exec(text);
+        if (m === null) throw new Error(`metric cri_winsim_${name} not served`);
+        return Number(m[1]);
+      };
+      const pod = windowsPodConfig('metrics', join(rt.dir, 'pods'), SECURITY);
+      const { containerId } = await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+      expect(await metric('credential_spec_files_written_total')).to.equal(1);
+      expect(await metric('credential_spec_files_removed_total')).to.equal(0);
+      await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId });
+      expect(await metric('credential_spec_files_removed_total')).to.equal(1);
+      expect(await metric('credential_spec_files_leaked')).to.equal(0);
+      await removeAllPods(cri);
+    } finally {
+      cri.close();
+      await rt.stop();
+    }
+  });
+
+  for (const transport of ['file', 'registry'] as const) {
+    it(`${transport}: RemoveContainer of a container that never started, and a graceful shutdown, remove the staged spec`, async () => {
+      const rt = await startInProcessRuntime({ credentialSpecTransport: transport });
+      try {
+        const pod = windowsPodConfig('never-started', join(rt.dir, 'pods'), SECURITY);
+        const { podId, containerId } = await createWindowsContainer(rt.cri, pod, windowsContainerConfig('first', IIS, SECURITY));
+        const staged = await credentialSpecLeftovers(rt.stateDir);
+        expect(staged.files.length + staged.registryValues.length).to.equal(1);
+        await unaryCall(rt.cri.runtime, 'RemoveContainer', { container_id: containerId });
+        expect(await credentialSpecLeftovers(rt.stateDir)).to.deep.equal(NO_LEFTOVERS);
+
+        await unaryCall(rt.cri.runtime, 'CreateContainer', { pod_sandbox_id: podId, config: windowsContainerConfig('second', IIS, SECURITY), sandbox_config: pod });
+        const again = await credentialSpecLeftovers(rt.stateDir);
+        expect(again.files.length + again.registryValues.length).to.equal(1);
+        await rt.close();
+        expect(await credentialSpecLeftovers(rt.stateDir)).to.deep.equal(NO_LEFTOVERS);
+      } finally {
+        await rt.close();
+        await rm(rt.dir, { recursive: true, force: true });
+      }
+    });
+  }
+
   it('a started container stays RUNNING with no fault injected (the seam is off by default)', async () => {
     const rt = await startInProcessRuntime({});
     try {

@@ -326,6 +326,50 @@ describe('Windows identity failures through the CRI socket', function () {
     }
   }
 
+  describe('HostProcess: sandbox and container must agree (containerd), and a HostProcess container is the node', () => {
+    let rt: RuntimeHandle | undefined;
+    let cri: CriClient | undefined;
+    before(async () => {
+      rt = await startRuntime({ name: 'windows-host-process' });
+      cri = createCriClient(rt.endpoint);
+      await unaryCall(cri.image, 'PullImage', { image: { image: IIS } }, { timeoutMs: 10_000 });
+    });
+    after(async () => {
+      cri?.close();
+      await rt?.stop();
+    });
+
+    for (const [sandboxHostProcess, containerHostProcess] of [[true, false], [false, true]] as const) {
+      it(`sandbox host_process ${sandboxHostProcess}, container ${containerHostProcess}: CreateContainer is refused, nothing is staged`, async () => {
+        const pod = windowsPodConfig(`hp-${sandboxHostProcess}`, join(rt!.dir, 'pods'), { host_process: sandboxHostProcess });
+        const { pod_sandbox_id: podId } = await unaryCall(cri!.runtime, 'RunPodSandbox', { config: pod });
+        const container = windowsContainerConfig('app', IIS, { host_process: containerHostProcess, credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC });
+        const err = await rejection(unaryCall(cri!.runtime, 'CreateContainer', { pod_sandbox_id: podId, config: container, sandbox_config: pod }));
+        expect(err.code).to.equal(GrpcStatus.INVALID_ARGUMENT);
+        expect(err.details).to.equal('pod spec and all containers inside must have the HostProcess field set to be valid');
+        expect((await unaryCall(cri!.runtime, 'ListContainers', {})).containers).to.deep.equal([]);
+        expect(await credentialSpecLeftovers(rt!.stateDir)).to.deep.equal(NO_LEFTOVERS);
+        await removeAllPods(cri!);
+      });
+    }
+
+    it('a HostProcess container runs as NT AUTHORITY\\SYSTEM on the node, with the node\'s domain identity', async () => {
+      const security = { host_process: true, run_as_username: 'NT AUTHORITY\\SYSTEM' };
+      const pod = windowsPodConfig('hp-agent', join(rt!.dir, 'pods'), security);
+      const { containerId } = await createWindowsContainer(cri!, pod, windowsContainerConfig('agent', IIS, security));
+      await unaryCall(cri!.runtime, 'StartContainer', { container_id: containerId });
+      const { info } = await unaryCall(cri!.runtime, 'ContainerStatus', { container_id: containerId, verbose: true });
+      const spec = JSON.parse(info.info!).runtimeSpec;
+      expect(spec.annotations['microsoft.com/hostprocess-container']).to.equal('true');
+      expect(spec.process.user.username).to.equal('NT AUTHORITY\\SYSTEM');
+      expect((await execSync(cri!, containerId, ['whoami'])).stdout).to.equal('nt authority\\system\r\n');
+      expect((await execSync(cri!, containerId, ['hostname'])).stdout).to.equal('winnode1\r\n');
+      expect((await execSync(cri!, containerId, ['whoami', '/upn'])).stdout).to.equal('WINNODE1$@contoso.com\r\n');
+      expect((await execSync(cri!, containerId, ['cmd', '/c', 'echo %USERDOMAIN%\\%USERNAME%'])).stdout).to.equal('DEMO\\WINNODE1$\r\n');
+      await removeAllPods(cri!);
+    });
+  });
+
   describe('registry transport (cri-dockerd cleanup points), strict', () => {
     let rt: RuntimeHandle | undefined;
     let cri: CriClient | undefined;

@@ -187,6 +187,22 @@ describe('credential spec hand-off (dockershim layer)', () => {
     });
   });
 
+  for (const transport of ['file', 'registry'] as const) {
+    it(`${transport}: tells the observer about every write and every actual removal (metrics)`, async () => {
+      const seen: string[] = [];
+      const handoff = await CredentialSpecHandoff.open(stateDir, transport, undefined, {
+        onWritten: (s) => seen.push(`written ${s.transport}`),
+        onRemoved: (s) => seen.push(`removed ${s.transport}`),
+      });
+      const first = await handoff.stage(KEP_EXAMPLE_CREDENTIAL_SPEC);
+      await handoff.stage(KEP_EXAMPLE_CREDENTIAL_SPEC);
+      await handoff.remove(first);
+      await handoff.remove(first);
+      await handoff.sweep();
+      expect(seen).to.deep.equal([`written ${transport}`, `written ${transport}`, `removed ${transport}`, `removed ${transport}`]);
+    });
+  }
+
   it('recognises only its own security options', () => {
     const name = `k8s-cred-spec-${'a'.repeat(80)}`;
     expect(stagedFromSecurityOption(`credentialspec=file://${name}.json`)).to.deep.include({ transport: 'file' });
