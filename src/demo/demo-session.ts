@@ -99,10 +99,12 @@ export function tryItYourself(endpoint: string, crictlConfig: string, report: Ex
   // exec needs a container that still runs; one-shot commands have exited by now.
   const running = rows.find((r) => r.state === 'CONTAINER_RUNNING' && r.gmsa !== 'none') ?? rows.find((r) => r.state === 'CONTAINER_RUNNING') ?? withGmsa;
   const failed = rows.find((r) => r.containerId !== undefined && r.outcome !== 'Running');
-  const id = (r: typeof running, fallback: string): string => (r?.containerId === undefined ? fallback : r.containerId.slice(0, 13));
+  // Without --keep the runtime, its socket and these ids are gone when the demo ends, so the
+  // commands are shown with placeholders rather than with ids that no longer exist.
+  const id = (r: typeof running, fallback: string): string => (!kept || r?.containerId === undefined ? fallback : r.containerId.slice(0, 13));
   const lines = [
-    kept ? 'Try it yourself — the runtime stays up until you press Ctrl-C:' : 'Try it yourself — run `cri-winsim demo --keep` to keep the runtime up, then:',
-    `  export CRI_CONFIG_FILE=${crictlConfig}    # runtime-endpoint: ${endpoint}`,
+    kept ? 'Try it yourself — the runtime stays up until you press Ctrl-C:' : 'Try it yourself — run `npm start -- --keep` (or `cri-winsim demo --keep`) to keep the runtime up; it prints these with real ids:',
+    kept ? `  export CRI_CONFIG_FILE=${crictlConfig}    # runtime-endpoint: ${endpoint}` : '  export CRI_CONFIG_FILE=<printed path>/crictl.yaml',
     '  crictl pods',
     '  crictl ps -a',
     `  crictl inspect ${id(withGmsa, '<container-id>')}    # info.runtimeSpec: process.user.username, windows.credentialSpec`,
