@@ -62,30 +62,30 @@ function probeSocket(path: string): Promise<Probe> {
 }
 
 /**
- * Makes the socket path free: a socket file nobody answers on (left by a crashed runtime) is
- * removed; a live server or a file that is not a socket is refused.
+ * Refuses a socket path taken by a live server or by a file that is not a socket; otherwise says
+ * whether a stale socket (left by a crashed runtime: nobody answers) is in the way.
  */
-async function claimSocketPath(path: string, logger: Logger): Promise<void> {
+async function checkSocketPath(path: string): Promise<Probe> {
   let stats;
   try {
     stats = await lstat(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
     throw err;
   }
-  if (!stats.isSocket()) {
-    throw new Error(`${path} exists and is not a socket; refusing to replace it`);
-  }
+  if (!stats.isSocket()) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
   const probe = await probeSocket(path);
-  if (probe === 'live') {
-    throw new Error(`another server is already listening on ${unixEndpoint(path)}`);
-  }
-  if (probe === 'stale') {
-    logger.info({ socket: path }, 'removing stale CRI socket');
-    await unlink(path).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
-  }
+  if (probe === 'live') throw new Error(`another server is already listening on ${unixEndpoint(path)}`);
+  return probe;
+}
+
+/** Makes the socket path free: a stale socket file is removed, anything else is refused. */
+async function claimSocketPath(path: string, logger: Logger): Promise<void> {
+  if ((await checkSocketPath(path)) !== 'stale') return;
+  logger.info({ socket: path }, 'removing stale CRI socket');
+  await unlink(path).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
 }
 
 /**
@@ -94,16 +94,7 @@ async function claimSocketPath(path: string, logger: Logger): Promise<void> {
  * replaces it).
  */
 export async function assertEndpointFree(endpoint: string): Promise<void> {
-  const path = unixSocketPath(endpoint);
-  let stats;
-  try {
-    stats = await lstat(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (!stats.isSocket()) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
-  if ((await probeSocket(path)) === 'live') throw new Error(`another server is already listening on ${unixEndpoint(path)}`);
+  await checkSocketPath(unixSocketPath(endpoint));
 }
 
 async function removeSocketFile(path: string): Promise<void> {
