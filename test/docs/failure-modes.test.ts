@@ -70,6 +70,14 @@ describe('docs/failure-modes.md', function () {
     }
   });
 
+  it('docs/crictl.md quotes the strict-mode start error as crictl prints it', function () {
+    const crictlPage = readFileSync(join(repoRoot, 'docs', 'crictl.md'), 'utf8');
+    const notAllowed = SCENARIOS.find((s) => s.key === 'node-not-allowed')!;
+    const e = evaluateScenario(notAllowed, 'strict').decision.startError!;
+    expect(crictlPage).to.include(`rpc error: code = FailedPrecondition desc = ${e.message}`);
+    expect(crictlPage).to.include(`exit code ${START_ERROR_EXIT_CODE} and reason \`${START_ERROR_REASON}\``);
+  });
+
   it('quotes the invalid credential spec errors as the parser words them', function () {
     const invalid = exampleCredentialSpec('invalid-webapplication1');
     const text = section('invalid-credential-spec');
