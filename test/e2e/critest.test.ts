@@ -11,12 +11,7 @@ import { stringify as toYaml } from 'yaml';
 import { requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { CRITEST_SPECS, focusRegex, specText } from './critest-specs.js';
-
-/** The images the runtime preloads in its simulated registry, as critest's image list file. */
-const TEST_IMAGES = {
-  defaultTestContainerImage: 'registry.k8s.io/e2e-test-images/busybox:1.29-2',
-  webServerTestImage: 'registry.k8s.io/e2e-test-images/nginx:1.14-2',
-};
+import { CRITEST_TEST_IMAGES } from '../compose/critest-service.js';
 
 /** The whole critest run may take this long (each spec takes a few seconds at most here). */
 const CRITEST_BUDGET_MS = 6 * 60_000;
@@ -113,7 +108,7 @@ describe('critest (CRI validation) against cri-winsim runtime', function () {
   it('passes every selected spec', async function () {
     const runtime = rt!;
     const imagesFile = join(runtime.dir, 'critest-images.yaml');
-    writeFileSync(imagesFile, toYaml(TEST_IMAGES));
+    writeFileSync(imagesFile, toYaml(CRITEST_TEST_IMAGES));
     const started = Date.now();
     const run = await runCritest(bin, runtime.dir, [
       `-runtime-endpoint=${runtime.endpoint}`,
