@@ -37,7 +37,7 @@ import { PodRecordStore } from '../kubelet/pod-records.js';
 import { podFailed, podSettled } from '../kubelet/pod-status.js';
 import { readPodViews, selectPods, type PodView } from '../kubelet/pod-views.js';
 import { requestingUser, type UserInfo } from '../kubelet/rbac.js';
-import { runPods } from '../kubelet/run-pods.js';
+import { defaultPodWorkers, maxPodWorkers, runPods } from '../kubelet/run-pods.js';
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { DEFAULT_ENDPOINT } from './runtime.js';
 
@@ -142,11 +142,23 @@ interface RunOptions extends NodeOptions, ClusterOptions {
   output?: OutputFormat;
   waitReady?: boolean;
   timeout: string;
+  podWorkers?: string;
+}
+
+/** --pod-workers: a whole number from 1 to maxPodWorkers. */
+function podWorkers(options: RunOptions): number {
+  if (options.podWorkers === undefined) return defaultPodWorkers;
+  const workers = Number(options.podWorkers);
+  if (!/^\d+$/.test(options.podWorkers) || workers < 1 || workers > maxPodWorkers) {
+    throw new Error(`--pod-workers: ${JSON.stringify(options.podWorkers)} is not a whole number from 1 to ${maxPodWorkers}`);
+  }
+  return workers;
 }
 
 export async function kubeletRun(files: string[], options: RunOptions): Promise<number> {
   const cluster = clusterSource(options);
   const user = requestUser(options);
+  const workers = podWorkers(options);
   const cri = await connect(options);
   try {
     const records = new PodRecordStore(rootDir(options));
@@ -160,6 +172,7 @@ export async function kubeletRun(files: string[], options: RunOptions): Promise<
         nodeName: options.nodeName,
         callTimeoutMs: callTimeout,
         records,
+        podWorkers: workers,
       });
     } catch (err) {
       // A broken cluster stops everything before any pod is touched.
@@ -392,6 +405,7 @@ export function kubeletCommand(): Command {
       .addOption(outputOption())
       .option('--wait-ready', 'wait until every pod is ready, completed or failed')
       .option('--timeout <seconds>', 'how long --wait-ready waits', '60')
+      .option('--pod-workers <n>', `how many pods are started at the same time (1 to ${maxPodWorkers}); results keep the order of the files`, String(defaultPodWorkers))
       .action(async (files: string[], _options: unknown, command: Command) => exitWith(await kubeletRun(files, merged<RunOptions>(command)))),
   );
   kubelet.addCommand(

@@ -46,7 +46,8 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
   // created (opening the runtime resets its state directory).
   await assertEndpointFree(options.listen);
   if (options.metricsAddr !== undefined) parseMetricsAddress(options.metricsAddr);
-  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim' });
+  // Batched: the runtime logs several lines per pod lifecycle (as containerd does at info).
+  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true });
   let runtime: NodeRuntime | undefined;
   const metrics = options.metricsAddr === undefined
     ? undefined
@@ -86,6 +87,8 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
     process.on('SIGINT', onSignal);
   });
   logger.info({ endpoint }, READY_MESSAGE);
+  // Scripts and tests wait for the ready line: it must not wait in the batch.
+  logger.flush();
   await signal;
 
   logger.info({ signal: received }, 'shutting down');

@@ -4,7 +4,11 @@ import type { ImageServiceHandlers } from '../generated/runtime/v1/ImageService.
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import type { CriRuntime } from '../runtime/cri-runtime.js';
 
-/** What the gRPC edge serves: the runtime's CRI contract (src/runtime/cri-runtime.ts). */
+/**
+ * What the gRPC edge serves: the runtime's CRI contract (src/runtime/cri-runtime.ts).
+ * The elements of listContainers and listPodSandbox are never changed once returned (a changed
+ * record comes back as a new object): the edge caches their encodings by identity (list-encoding.ts).
+ */
 export type CriBackend = CriRuntime;
 
 /**

@@ -2,6 +2,7 @@ import type { CreateContainerRequest__Output } from '../generated/runtime/v1/Cre
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import type { CriBackend } from './backend.js';
 import { streamUnimplemented, unary, unaryUnimplemented, type CallContext } from './call.js';
+import { encodedFromCache } from './list-encoding.js';
 import { requireId, requireMessage, requireNonNegative, requireString } from './validation.js';
 
 const CONTAINER_ID = 'container id';
@@ -48,7 +49,9 @@ export function containerHandlers(
       requireId(req.container_id, CONTAINER_ID);
       return runtime.removeContainer(req);
     }, byContainerId),
-    ListContainers: unary(ctx, 'ListContainers', (req) => runtime.listContainers(req)),
+    // The elements are the runtime's stable list views: their encodings are cached.
+    ListContainers: unary(ctx, 'ListContainers', async (req) =>
+      encodedFromCache('containers', (await runtime.listContainers(req)).containers ?? [])),
     StreamContainers: streamUnimplemented(ctx, 'StreamContainers', 'use ListContainers'),
     ContainerStatus: unary(ctx, 'ContainerStatus', async (req) => {
       requireId(req.container_id, CONTAINER_ID);

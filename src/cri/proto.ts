@@ -7,6 +7,7 @@ import type { ProtoGrpcType } from '../generated/api.js';
 import type { ImageServiceClient, ImageServiceDefinition } from '../generated/runtime/v1/ImageService.js';
 import type { RuntimeServiceClient, RuntimeServiceDefinition } from '../generated/runtime/v1/RuntimeService.js';
 import { unixEndpoint, unixSocketPath } from './endpoint.js';
+import { withCachedListDecoding } from './list-decoding.js';
 
 export type { ImageServiceClient, RuntimeServiceClient };
 
@@ -72,7 +73,11 @@ export interface CriClient {
   close(): void;
 }
 
-/** A RuntimeService and an ImageService client sharing one channel to a `unix:///path` endpoint. */
+/**
+ * A RuntimeService and an ImageService client sharing one channel to a `unix:///path` endpoint.
+ * The RuntimeService client decodes ListContainers and ListPodSandbox with an element cache of
+ * its own (list-decoding.ts); responses are the same as with the default deserializer.
+ */
 export function createCriClient(endpoint: string, options: CriClientOptions = {}): CriClient {
   const target = unixEndpoint(unixSocketPath(endpoint));
   const pkg = criPackage();
@@ -82,7 +87,11 @@ export function createCriClient(endpoint: string, options: CriClientOptions = {}
     ...options.channelOptions,
   };
   const credentials = grpc.credentials.createInsecure();
-  const runtime = new pkg.RuntimeService(target, credentials, channelOptions);
+  const RuntimeService = grpc.makeGenericClientConstructor(
+    withCachedListDecoding(pkg.RuntimeService.service) as unknown as grpc.ServiceDefinition,
+    'RuntimeService',
+  ) as unknown as typeof pkg.RuntimeService;
+  const runtime = new RuntimeService(target, credentials, channelOptions);
   const image = new pkg.ImageService(target, credentials, {
     ...channelOptions,
     channelOverride: runtime.getChannel(),

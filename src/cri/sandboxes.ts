@@ -2,6 +2,7 @@ import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPo
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import type { CriBackend } from './backend.js';
 import { streamUnimplemented, unary, type CallContext } from './call.js';
+import { encodedFromCache } from './list-encoding.js';
 import { requireId, requireMessage, requireString } from './validation.js';
 
 const POD_SANDBOX_ID = 'pod sandbox id';
@@ -48,7 +49,9 @@ export function sandboxHandlers(
       requireId(req.pod_sandbox_id, POD_SANDBOX_ID);
       return runtime.podSandboxStatus(req);
     }, byPodSandboxId),
-    ListPodSandbox: unary(ctx, 'ListPodSandbox', (req) => runtime.listPodSandbox(req)),
+    // The elements are the runtime's stable list views: their encodings are cached.
+    ListPodSandbox: unary(ctx, 'ListPodSandbox', async (req) =>
+      encodedFromCache('items', (await runtime.listPodSandbox(req)).items ?? [])),
     StreamPodSandboxes: streamUnimplemented(ctx, 'StreamPodSandboxes', 'use ListPodSandbox'),
     UpdatePodSandboxResources: unary(ctx, 'UpdatePodSandboxResources', async (req) => {
       requireId(req.pod_sandbox_id, POD_SANDBOX_ID);

@@ -12,6 +12,7 @@ import { unixEndpoint, unixSocketPath } from './endpoint.js';
 import { ContainerEventStreams } from './events.js';
 import { execHandlers } from './exec.js';
 import { imageHandlers } from './images.js';
+import { withCachedListEncoding } from './list-encoding.js';
 import { CRI_MAX_MESSAGE_BYTES, imageServiceDefinition, runtimeServiceDefinition } from './proto.js';
 import { runtimeInfoHandlers } from './runtime-info.js';
 import { sandboxMetricsHandlers } from './sandbox-metrics.js';
@@ -157,7 +158,7 @@ export class CriServer {
       'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
     });
-    server.addService(runtimeServiceDefinition(), this.runtimeHandlers);
+    server.addService(withCachedListEncoding(runtimeServiceDefinition()), this.runtimeHandlers);
     server.addService(imageServiceDefinition(), this.imageHandlers);
     try {
       await new Promise<void>((resolve, reject) => {

@@ -117,6 +117,9 @@ export function compareCredSpecContents(fromPod: string, fromResource: string): 
   return { equal: deepEqual(podObject, resourceObject) };
 }
 
+/** Each resource's credspec as the webhook inlines it, marshalled once: snapshot objects never change. */
+const marshalledCredSpecs = new WeakMap<object, string>();
+
 /** retrieveCredSpecContents: 404 when the resource is missing, 417 when it has no credspec. */
 export function retrieveCredSpecContents(cluster: ClusterSnapshot, name: string): string {
   const resource = findGMSACredentialSpec(cluster, name);
@@ -124,7 +127,9 @@ export function retrieveCredSpecContents(cluster: ClusterSnapshot, name: string)
   if (resource.credspec === undefined || resource.credspec === null || resource.credspec === '') {
     throw new AdmissionError(http.expectationFailed, `cred spec ${name} does not have a credspec key`, 'gmsa-webhook');
   }
-  return goJsonMarshal(resource.credspec);
+  let contents = marshalledCredSpecs.get(resource);
+  if (contents === undefined) marshalledCredSpecs.set(resource, (contents = goJsonMarshal(resource.credspec)));
+  return contents;
 }
 
 // ---- walking the windowsOptions the webhook looks at: the pod's, then each container's ----

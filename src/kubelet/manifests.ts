@@ -5,7 +5,7 @@
  * field, and yields no pod, while the other documents of the file still do.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { V1ObjectMeta, V1Pod, V1PodTemplateSpec } from '@kubernetes/client-node';
 import { formatFieldError, invalid, notSupported, required, type FieldError } from './field-errors.js';
@@ -292,41 +292,69 @@ export function loadPodManifest(file: string, text: string, options: PodManifest
   return withoutDuplicates(pods, errors);
 }
 
+/** The refusal of a second pod with the namespace and name of an earlier one, as a second create. */
+function duplicatePodError(loaded: LoadedPod, first: ManifestSource): ManifestError {
+  const name = loaded.pod.metadata!.name;
+  return new ManifestError(loaded.source, `metadata.name: Duplicate value: ${JSON.stringify(name)}: already defined in ${first.file} document ${first.document}`);
+}
+
+const podKey = (loaded: LoadedPod): string => `${loaded.pod.metadata!.namespace}/${loaded.pod.metadata!.name}`;
+
 /** Two documents naming the same pod: the later one is refused, as a second create would be. */
 function withoutDuplicates(pods: readonly LoadedPod[], errors: ManifestError[]): { pods: LoadedPod[]; errors: ManifestError[] } {
   const seen = new Map<string, ManifestSource>();
   const unique: LoadedPod[] = [];
   for (const loaded of pods) {
-    const { namespace, name } = loaded.pod.metadata!;
-    const first = seen.get(`${namespace}/${name}`);
+    const first = seen.get(podKey(loaded));
     if (first !== undefined) {
-      errors.push(
-        new ManifestError(loaded.source, `metadata.name: Duplicate value: ${JSON.stringify(name)}: already defined in ${first.file} document ${first.document}`),
-      );
+      errors.push(duplicatePodError(loaded, first));
       continue;
     }
-    seen.set(`${namespace}/${name}`, loaded.source);
+    seen.set(podKey(loaded), loaded.source);
     unique.push(loaded);
   }
   return { pods: unique, errors };
 }
 
-/** Reads pod manifest files; an unreadable file is an error for that file only. */
-export async function loadPodFiles(files: readonly string[], options: PodManifestOptions = {}): Promise<{ pods: LoadedPod[]; errors: Error[] }> {
+/**
+ * Reads pod manifest files; an unreadable file is an error for that file only. `onPod` is handed
+ * each pod as soon as its file is parsed (a pod repeated in a later file is not), so callers can
+ * start on the first pods while later files are still being read. The errors list the files'
+ * own errors first, then the pods repeated across files.
+ */
+export async function loadPodFiles(
+  files: readonly string[],
+  options: PodManifestOptions = {},
+  onPod?: (loaded: LoadedPod) => void,
+): Promise<{ pods: LoadedPod[]; errors: Error[] }> {
   const pods: LoadedPod[] = [];
   const errors: Error[] = [];
-  for (const file of files) {
+  const duplicates: ManifestError[] = [];
+  const seen = new Map<string, ManifestSource>();
+  for (const [i, file] of files.entries()) {
+    // Between files the event loop runs, so work on the pods handed over goes on while loading.
+    if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      // Manifests are small local files: a synchronous read takes microseconds, where the promise
+      // API's separate open, fstat, read and close round trips through the thread pool cost ~0.2 ms.
+      text = readFileSync(file, 'utf8');
     } catch (err) {
       errors.push(new Error(`${file}: ${(err as Error).message}`));
       continue;
     }
     const result = loadPodManifest(file, text, options);
-    pods.push(...result.pods);
     errors.push(...result.errors);
+    for (const loaded of result.pods) {
+      const first = seen.get(podKey(loaded));
+      if (first !== undefined) {
+        duplicates.push(duplicatePodError(loaded, first));
+        continue;
+      }
+      seen.set(podKey(loaded), loaded.source);
+      pods.push(loaded);
+      onPod?.(loaded);
+    }
   }
-  const deduplicated = withoutDuplicates(pods, []);
-  return { pods: deduplicated.pods, errors: [...errors, ...deduplicated.errors] };
+  return { pods, errors: [...errors, ...duplicates] };
 }

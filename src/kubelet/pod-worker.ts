@@ -58,6 +58,72 @@ export interface PodWorkerOptions {
   /** Interval of ContainerStatus polls while an init container runs. */
   readonly pollIntervalMs?: number;
   readonly runtimeHandler?: string;
+  /** The image pulls of the run this pass belongs to, shared by pods started in parallel. */
+  readonly imagePulls?: ImagePulls;
+  /** This pod's turn to send RunPodSandbox, when pods of one run must send theirs in order. */
+  readonly sandboxTurn?: Turn;
+}
+
+/** One pod's place in an ordered sequence: take() waits for the earlier pods, release() lets the next go. */
+export interface Turn {
+  take(): Promise<void>;
+  /** Idempotent; also called when the pod never reaches the step. */
+  release(): void;
+}
+
+/**
+ * Turns in a fixed order (0, 1, 2, …): turn i is taken once every turn before it was released.
+ * Every turn handed out must be released, on every path, or the later ones wait for ever.
+ */
+export class TurnSequence {
+  private next = 0;
+  private readonly released = new Set<number>();
+  private readonly waiting = new Map<number, () => void>();
+
+  turn(index: number): Turn {
+    return {
+      take: () => (index <= this.next ? Promise.resolve() : new Promise<void>((resolve) => this.waiting.set(index, resolve))),
+      release: () => {
+        if (this.released.has(index) || index < this.next) return;
+        this.released.add(index);
+        // Move past every released turn; wake the first one still held.
+        while (this.released.delete(this.next)) this.next++;
+        const wake = this.waiting.get(this.next);
+        if (wake !== undefined) {
+          this.waiting.delete(this.next);
+          wake();
+        }
+      },
+    };
+  }
+}
+
+/**
+ * The image pulls under way in one kubelet run, shared by its pod workers. A pod that finds its
+ * image missing while another pod pulls that same image waits for that pull and looks again, so an
+ * image is pulled once per run however many pods start at the same time: after the first pull the
+ * kubelet's image manager finds it present ("already present on machine").
+ */
+export class ImagePulls {
+  private readonly inFlight = new Map<string, Promise<void>>();
+
+  /** Resolves (never rejects) when the pull of `image` now under way ends; undefined when none is. */
+  pending(image: string): Promise<void> | undefined {
+    return this.inFlight.get(image);
+  }
+
+  /** Registers a pull of `image` for the others to wait on until it settles. */
+  track<T>(image: string, pull: Promise<T>): Promise<T> {
+    const settled = pull.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.set(image, settled);
+    void settled.then(() => {
+      if (this.inFlight.get(image) === settled) this.inFlight.delete(image);
+    });
+    return pull;
+  }
 }
 
 const grpcCodeNames = [
@@ -121,9 +187,13 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
     sandboxConfig = buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot, attempt: 0 });
     // The kubelet creates the pod's log directory before asking for the sandbox.
     await mkdir(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
-    const response = await unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, call);
-    sandboxId = response.pod_sandbox_id;
+    // Sent in turn: the runtime hands out pod IPs in the order sandboxes are asked for.
+    await options.sandboxTurn?.take();
+    const sent = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, call);
+    options.sandboxTurn?.release();
+    sandboxId = (await sent).pod_sandbox_id;
   } catch (err) {
+    options.sandboxTurn?.release();
     const message = `Failed to create pod sandbox: ${grpcErrorString(err)}`;
     events.push({ type: 'Warning', reason: 'FailedCreatePodSandBox', message });
     waitingAll('ContainerCreating', [
@@ -173,7 +243,7 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
   const call = { timeoutMs: options.callTimeoutMs ?? 30_000 };
   const event = (type: PodEvent['type'], reason: string, message: string) => ctx.events.push({ type, reason, message, container: container.name });
   try {
-    const image = await ensureImage(cri, container, sandboxConfig, call, event);
+    const image = await ensureImage(cri, container, sandboxConfig, call, event, options.imagePulls);
     // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
     await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
     let config;
@@ -218,6 +288,7 @@ async function ensureImage(
   sandboxConfig: PodSandboxConfig,
   call: { timeoutMs: number },
   event: (type: PodEvent['type'], reason: string, message: string) => void,
+  pulls: ImagePulls | undefined,
 ): Promise<{ ref: string; user: string }> {
   const image = container.image ?? '';
   const policy = effectivePullPolicy(container);
@@ -229,7 +300,18 @@ async function ensureImage(
       throw new ContainerStartFailure('ImageInspectError', `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorString(err)}`);
     }
   };
-  let present = policy === 'Always' ? null : await status();
+  // Always pulls for every container. The other policies look after any pull of the same image
+  // under way in this run has ended, and look again if one began while they looked.
+  let present: Awaited<ReturnType<typeof status>> = null;
+  if (policy !== 'Always') {
+    await pulls?.pending(image);
+    present = await status();
+    const began = present === null || present === undefined ? pulls?.pending(image) : undefined;
+    if (began !== undefined) {
+      await began;
+      present = await status();
+    }
+  }
   if (present !== null && present !== undefined) {
     event('Normal', 'Pulled', `Container image ${JSON.stringify(image)} already present on machine`);
     return { ref: present.id, user: present.username };
@@ -242,7 +324,8 @@ async function ensureImage(
   event('Normal', 'Pulling', `Pulling image ${JSON.stringify(image)}`);
   const began = Date.now();
   try {
-    await unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, call);
+    const pull = unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, call);
+    await (pulls !== undefined && policy !== 'Always' ? pulls.track(image, pull) : pull);
   } catch (err) {
     const message = `Failed to pull image ${JSON.stringify(image)}: ${grpcErrorString(err)}`;
     event('Warning', 'Failed', message);

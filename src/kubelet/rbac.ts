@@ -71,15 +71,102 @@ export function subjectMatches(subject: RbacV1Subject, user: UserInfo, bindingNa
   }
 }
 
+/**
+ * The RBAC objects of one snapshot, indexed once: bindings by the subjects they name (in their
+ * original order, which decides the reason given) and roles by name. A snapshot never changes, so
+ * the index lives as long as the snapshot does.
+ */
+interface RbacIndex {
+  readonly clusterRoleRules: ReadonlyMap<string, readonly V1PolicyRule[]>;
+  /** Keyed `<namespace>/<name>`. */
+  readonly roleRules: ReadonlyMap<string, readonly V1PolicyRule[]>;
+  /** Positions in cluster.clusterRoleBindings by subject key. */
+  readonly clusterBindingsBySubject: ReadonlyMap<string, readonly number[]>;
+  /** Positions in cluster.roleBindings by `<namespace>` then subject key. */
+  readonly roleBindingsBySubject: ReadonlyMap<string, ReadonlyMap<string, readonly number[]>>;
+}
+
+const indexes = new WeakMap<ClusterSnapshot, RbacIndex>();
+
+/** The key under which a binding's subject is found (subjectMatches' rules); undefined: it matches nobody. */
+function subjectKey(subject: RbacV1Subject, bindingNamespace: string): string | undefined {
+  switch (subject.kind) {
+    case 'User':
+      return `user\0${subject.name}`;
+    case 'Group':
+      return `group\0${subject.name}`;
+    case 'ServiceAccount': {
+      const namespace = subject.namespace || bindingNamespace;
+      return namespace === '' ? undefined : `user\0${serviceAccountPrefix}${namespace}:${subject.name}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The subject keys a user is found under: its name (a service account's too) and each group. */
+const userKeys = (user: UserInfo): string[] => [`user\0${user.name}`, ...user.groups.map((g) => `group\0${g}`)];
+
+function addPosition(map: Map<string, number[]>, key: string, position: number): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [position]);
+  else if (list[list.length - 1] !== position) list.push(position);
+}
+
+function rbacIndex(cluster: ClusterSnapshot): RbacIndex {
+  const cached = indexes.get(cluster);
+  if (cached !== undefined) return cached;
+  // The first object of a name wins, as a linear search would find it.
+  const clusterRoleRules = new Map<string, readonly V1PolicyRule[]>();
+  for (const role of cluster.clusterRoles) {
+    const name = role.metadata?.name;
+    if (name !== undefined && !clusterRoleRules.has(name)) clusterRoleRules.set(name, role.rules ?? []);
+  }
+  const roleRules = new Map<string, readonly V1PolicyRule[]>();
+  for (const role of cluster.roles) {
+    const key = `${role.metadata?.namespace}/${role.metadata?.name}`;
+    if (!roleRules.has(key)) roleRules.set(key, role.rules ?? []);
+  }
+  const clusterBindingsBySubject = new Map<string, number[]>();
+  cluster.clusterRoleBindings.forEach((binding, i) => {
+    for (const subject of binding.subjects ?? []) {
+      const key = subjectKey(subject, '');
+      if (key !== undefined) addPosition(clusterBindingsBySubject, key, i);
+    }
+  });
+  const roleBindingsBySubject = new Map<string, Map<string, number[]>>();
+  cluster.roleBindings.forEach((binding, i) => {
+    const namespace = binding.metadata?.namespace ?? 'default';
+    let bySubject = roleBindingsBySubject.get(namespace);
+    if (bySubject === undefined) roleBindingsBySubject.set(namespace, (bySubject = new Map()));
+    for (const subject of binding.subjects ?? []) {
+      const key = subjectKey(subject, namespace);
+      if (key !== undefined) addPosition(bySubject, key, i);
+    }
+  });
+  const index = { clusterRoleRules, roleRules, clusterBindingsBySubject, roleBindingsBySubject };
+  indexes.set(cluster, index);
+  return index;
+}
+
+/** The positions of the bindings naming any of `keys`, in binding order, each once. */
+function candidates(bySubject: ReadonlyMap<string, readonly number[]> | undefined, keys: readonly string[]): number[] {
+  if (bySubject === undefined) return [];
+  const positions = new Set<number>();
+  for (const key of keys) for (const position of bySubject.get(key) ?? []) positions.add(position);
+  return [...positions].sort((a, b) => a - b);
+}
+
 /** Authorize: system:masters is allowed everything; otherwise the first binding whose role allows it. */
 export function authorize(cluster: ClusterSnapshot, user: UserInfo, attrs: ResourceAttributes): Decision {
   if (user.groups.includes('system:masters')) return { allowed: true, reason: 'member of system:masters' };
-
+  const index = rbacIndex(cluster);
+  const keys = userKeys(user);
   // A binding to a role that does not exist grants nothing (RBAC allows dangling references).
-  const clusterRoleRules = (name: string): V1PolicyRule[] => cluster.clusterRoles.find((r) => r.metadata?.name === name)?.rules ?? [];
+  const clusterRoleRules = (name: string): readonly V1PolicyRule[] => index.clusterRoleRules.get(name) ?? [];
 
-  for (const binding of cluster.clusterRoleBindings) {
-    if (!(binding.subjects ?? []).some((s) => subjectMatches(s, user, ''))) continue;
+  for (const position of candidates(index.clusterBindingsBySubject, keys)) {
+    const binding = cluster.clusterRoleBindings[position]!;
     if (binding.roleRef.kind !== 'ClusterRole') continue;
     const rules = clusterRoleRules(binding.roleRef.name);
     if (rules.some((rule) => ruleAllows(rule, attrs))) {
@@ -88,14 +175,11 @@ export function authorize(cluster: ClusterSnapshot, user: UserInfo, attrs: Resou
   }
 
   if (attrs.namespace !== '') {
-    for (const binding of cluster.roleBindings) {
-      const namespace = binding.metadata?.namespace ?? 'default';
-      if (namespace !== attrs.namespace) continue;
-      if (!(binding.subjects ?? []).some((s) => subjectMatches(s, user, namespace))) continue;
+    const namespace = attrs.namespace;
+    for (const position of candidates(index.roleBindingsBySubject.get(namespace), keys)) {
+      const binding = cluster.roleBindings[position]!;
       const rules =
-        binding.roleRef.kind === 'ClusterRole'
-          ? clusterRoleRules(binding.roleRef.name)
-          : (cluster.roles.find((r) => r.metadata?.namespace === namespace && r.metadata?.name === binding.roleRef.name)?.rules ?? []);
+        binding.roleRef.kind === 'ClusterRole' ? clusterRoleRules(binding.roleRef.name) : (index.roleRules.get(`${namespace}/${binding.roleRef.name}`) ?? []);
       if (rules.some((rule) => ruleAllows(rule, attrs))) {
         return {
           allowed: true,

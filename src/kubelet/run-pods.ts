@@ -2,16 +2,18 @@
  * The fake kubelet's pipeline for `kubelet run`: pod files → decode and API validation →
  * admission (namespace, service account, GMSA in all its designs) → one SyncPod pass over CRI.
  * A pod stopped at any stage is never started; the others go on. The cluster is read once, and a
- * broken cluster manifest stops everything before any pod is touched.
+ * broken cluster manifest stops everything before any pod is touched. Like the kubelet's pod
+ * workers (one per pod), pods go through their pass side by side, a bounded number at a time;
+ * results come back in the order of the files.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/proto.js';
 import { admitPod, describeRejection, type AdmissionContext, type AdmissionError } from './admission.js';
 import type { ClusterSource } from './cluster.js';
-import { loadPodFiles, type ManifestSource, type PodManifestOptions } from './manifests.js';
+import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
 import { listNodePods } from './node-pods.js';
 import { recordFirstSync, type PodRecordStore } from './pod-records.js';
-import { runPodOnce, type PodOutcome, type PodWorkerOptions } from './pod-worker.js';
+import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
 import type { UserInfo } from './rbac.js';
 
 export type PodRunResult =
@@ -21,44 +23,99 @@ export type PodRunResult =
   | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource }
   | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome };
 
-export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps'> {
+/** How many pods go through their pass at the same time unless told otherwise. */
+export const defaultPodWorkers = 16;
+/** More pod workers than this only queue up behind one socket. */
+export const maxPodWorkers = 256;
+
+export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'imagePulls' | 'sandboxTurn'> {
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
   readonly designs?: AdmissionContext['designs'];
   readonly manifests?: PodManifestOptions;
   /** Where each started pod's record is written (`kubelet get`/`describe` read them back). */
   readonly records?: PodRecordStore;
+  /** Pods in their pass at the same time, 1 to maxPodWorkers (default defaultPodWorkers). */
+  readonly podWorkers?: number;
 }
 
 export async function runPods(cri: CriClient, files: readonly string[], options: RunPodsOptions): Promise<PodRunResult[]> {
+  const workers = options.podWorkers ?? defaultPodWorkers;
+  if (!Number.isInteger(workers) || workers < 1 || workers > maxPodWorkers) {
+    throw new RangeError(`pod workers must be an integer from 1 to ${maxPodWorkers}, got ${workers}`);
+  }
   const cluster = await options.cluster.load();
-  const { pods, errors } = await loadPodFiles(files, options.manifests);
-  const results: PodRunResult[] = errors.map((error) => ({ stage: 'manifest', error }));
   // Pods the node has (in the runtime, or recorded after a failed sandbox) keep their names; read
   // once, when the first pod passed admission (storage refuses a duplicate after admission).
-  let existing: Set<string> | undefined;
-  const nodeHas = async (pod: V1Pod): Promise<boolean> => {
-    if (existing === undefined) {
-      existing = new Set((await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).map((p) => `${p.namespace}/${p.name}`));
-      for (const r of (await options.records?.list()) ?? []) if (!r.sandboxCreated) existing.add(`${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`);
-    }
-    return existing.has(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  let existing: Promise<Set<string>> | undefined;
+  const readExisting = async (): Promise<Set<string>> => {
+    const names = new Set((await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).map((p) => `${p.namespace}/${p.name}`));
+    for (const r of (await options.records?.list()) ?? []) if (!r.sandboxCreated) names.add(`${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`);
+    return names;
   };
-  for (const { pod, source } of pods) {
-    const admission = admitPod(pod, { cluster, user: options.user, ...(options.designs === undefined ? {} : { designs: options.designs }) });
-    if (!admission.allowed) {
-      results.push({ stage: 'admission', pod, source, error: admission.error });
-      continue;
+  const nodeHas = async (pod: V1Pod): Promise<boolean> => (await (existing ??= readExisting())).has(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  const workerOptions: PodWorkerOptions = { ...options, configMaps: cluster.configMaps, imagePulls: new ImagePulls() };
+
+  // Pods send RunPodSandbox in file order, so the runtime numbers them (pod IPs) as one after
+  // another would; a pod that never gets that far gives up its turn.
+  const sandboxTurns = new TurnSequence();
+  const runOne = async ({ pod, source }: LoadedPod, sandboxTurn: Turn): Promise<PodRunResult> => {
+    try {
+      const admission = admitPod(pod, { cluster, user: options.user, ...(options.designs === undefined ? {} : { designs: options.designs }) });
+      if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error };
+      if (await nodeHas(pod)) return { stage: 'exists', pod, source };
+      const outcome = await runPodOnce(cri, admission.pod, { ...workerOptions, sandboxTurn });
+      await options.records?.save(recordFirstSync(admission.pod, source, outcome));
+      return { stage: 'runtime', pod: admission.pod, source, outcome };
+    } finally {
+      sandboxTurn.release();
     }
-    if (await nodeHas(pod)) {
-      results.push({ stage: 'exists', pod, source });
-      continue;
+  };
+
+  // The files are read in order while the workers start on the pods read so far; each worker takes
+  // the next pod in file order. After a failure (a broken connection, an unwritable record) no
+  // further pod is begun; those under way finish, then the first error is thrown.
+  const queue: LoadedPod[] = [];
+  const podResults: PodRunResult[] = [];
+  let loading = true;
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  let wake = (): void => {};
+  let arrival = new Promise<void>((resolve) => (wake = resolve));
+  const signal = (): void => {
+    const woken = wake;
+    arrival = new Promise<void>((resolve) => (wake = resolve));
+    woken();
+  };
+  const worker = async (): Promise<void> => {
+    // Each turn either takes a pod or waits for the loader, which ends after the last file.
+    while (failure === undefined) {
+      if (next < queue.length) {
+        const index = next++;
+        try {
+          podResults[index] = await runOne(queue[index]!, sandboxTurns.turn(index));
+        } catch (error) {
+          failure ??= { error };
+        }
+      } else if (loading) await arrival;
+      else return;
     }
-    const outcome = await runPodOnce(cri, admission.pod, { ...options, configMaps: cluster.configMaps });
-    await options.records?.save(recordFirstSync(admission.pod, source, outcome));
-    results.push({ stage: 'runtime', pod: admission.pod, source, outcome });
-  }
-  return results;
+  };
+  const loader = loadPodFiles(files, options.manifests, (loaded) => {
+    queue.push(loaded);
+    signal();
+  }).finally(() => {
+    loading = false;
+    signal();
+  });
+  const working = Promise.all(Array.from({ length: workers }, worker));
+  const loaded = await loader.catch((error: unknown) => {
+    failure ??= { error };
+    return undefined;
+  });
+  await working;
+  if (failure !== undefined || loaded === undefined) throw failure!.error;
+  return [...loaded.errors.map((error): PodRunResult => ({ stage: 'manifest', error })), ...podResults];
 }
 
 export interface PodSummary {

@@ -14,7 +14,10 @@ export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest
   return response;
 }
 
-/** ListContainers: id (or prefix), state, pod sandbox id and label selector, through the indexes. */
+/**
+ * ListContainers: id (or prefix), state, pod sandbox id and label selector, through the indexes.
+ * Each element is the store's list view: the same object while the container is unchanged.
+ */
 export function listContainers(ctx: RuntimeContext, req: ListContainersRequest__Output): ListContainersResponse {
   const f = req.filter;
   const containers = ctx.containers.list({
@@ -23,7 +26,7 @@ export function listContainers(ctx: RuntimeContext, req: ListContainersRequest__
     ...(f?.pod_sandbox_id ? { group: resolveSandboxId(ctx, f.pod_sandbox_id) } : {}),
     ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
   });
-  return { containers: containers.map(toContainer) };
+  return { containers: containers.map((c) => ctx.containers.view(c, toContainer)) };
 }
 
 /** A sandbox filter may be a prefix, as ids everywhere else; no match filters everything out. */

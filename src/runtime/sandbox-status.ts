@@ -25,7 +25,10 @@ export function podSandboxStatus(ctx: RuntimeContext, req: PodSandboxStatusReque
   return response;
 }
 
-/** ListPodSandbox: filters by id (or prefix), state and label selector through the store indexes. */
+/**
+ * ListPodSandbox: filters by id (or prefix), state and label selector through the store indexes.
+ * Each element is the store's list view: the same object while the sandbox is unchanged.
+ */
 export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__Output): ListPodSandboxResponse {
   const f = req.filter;
   const items = ctx.sandboxes.list({
@@ -33,7 +36,7 @@ export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__
     ...(f?.state ? { state: f.state.state } : {}),
     ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
   });
-  return { items: items.map(toPodSandbox) };
+  return { items: items.map((s) => ctx.sandboxes.view(s, toPodSandbox)) };
 }
 
 /** UpdatePodSandboxResources: records the pod-level overhead and resources. */

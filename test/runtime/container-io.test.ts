@@ -4,7 +4,7 @@ import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dir, type DirectoryResult } from 'tmp-promise';
 import { systemClock } from '../../src/runtime/clock.js';
-import { CriLogWriter, formatLogRecord, MAX_LOG_LINE_BYTES } from '../../src/runtime/logging/cri-log-writer.js';
+import { CriLogWriter, formatLogRecord, LogFileHandles, MAX_LOG_LINE_BYTES } from '../../src/runtime/logging/cri-log-writer.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, securityContext, STOPPED_EVENT, waitForEvent, type RuntimeFixture } from './helpers.js';
 
@@ -61,6 +61,34 @@ describe('CRI log writer', () => {
     await writer.close();
     expect(parseLog(await readFile(`${path}.1`, 'utf8')).map((r) => r.text)).to.deep.equal(['before']);
     expect(parseLog(await readFile(path, 'utf8')).map((r) => r.text)).to.deep.equal(['after']);
+  });
+
+  it('keeps at most its capacity of log files open while many writers write, each file complete and in order', async () => {
+    const files = new LogFileHandles(2);
+    const writers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => CriLogWriter.open(join(tmp.path, `w${i}.log`), systemClock, undefined, files)),
+    );
+    expect(files.size).to.be.at.most(2);
+    // Bounded: 5 rounds over 6 writers, every round flushed, so files are closed and reopened.
+    for (let round = 0; round < 5; round++) {
+      writers.forEach((w, i) => w.write('stdout', `w${i} line ${round}\n`));
+      await Promise.all(writers.map((w) => w.flush()));
+      expect(files.size).to.be.at.most(2);
+    }
+    await Promise.all(writers.map((w) => w.close()));
+    expect(files.size).to.equal(0);
+    for (let i = 0; i < writers.length; i++) {
+      const texts = parseLog(await readFile(join(tmp.path, `w${i}.log`), 'utf8')).map((r) => r.text);
+      expect(texts).to.deep.equal([0, 1, 2, 3, 4].map((round) => `w${i} line ${round}`));
+    }
+  });
+
+  it('creates the log file when it opens, before any output', async () => {
+    const path = join(tmp.path, 'sub', 'quiet.log');
+    const writer = await CriLogWriter.open(path, systemClock, undefined, new LogFileHandles(1));
+    expect(existsSync(path)).to.equal(true);
+    await writer.close();
+    expect(await readFile(path, 'utf8')).to.equal('');
   });
 });
 

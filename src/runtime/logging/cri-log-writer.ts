@@ -15,33 +15,129 @@ export function formatLogRecord(nanos: bigint, stream: LogStream, partial: boole
   return `${formatRfc3339Nano(nanos)} ${stream} ${partial ? 'P' : 'F'} ${content}\n`;
 }
 
+/** How many log files stay open by default, across all containers of the process. */
+export const DEFAULT_OPEN_LOG_FILES = 128;
+
+interface OpenLogFile {
+  handle: FileHandle;
+  /** Writes in flight on the handle; only an unused handle is closed to make room. */
+  users: number;
+}
+
+/**
+ * The open CRI log files of the process, at most `capacity` of them while idle (least recently
+ * used closed first). A running container does not hold a file descriptor: with one per
+ * container, a node of 20,000 running containers ran out of descriptors (EMFILE) and then could
+ * not accept connections either. Files of containers that wrote recently stay open, so a chatty
+ * container costs one write per batch, not an open and a close.
+ *
+ * Callers serialise the operations for one key (each CriLogWriter runs them on its own chain).
+ */
+export class LogFileHandles {
+  /** In least-recently-used order (a Map iterates in insertion order; use re-inserts). */
+  private readonly files = new Map<object, OpenLogFile>();
+
+  constructor(readonly capacity: number = DEFAULT_OPEN_LOG_FILES) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`log file capacity must be a positive integer, not ${capacity}`);
+  }
+
+  /** Open files now (for tests and metrics). */
+  get size(): number {
+    return this.files.size;
+  }
+
+  /** Runs `use` with the key's file open for appending, opening `path` if it is not open. */
+  async with<T>(key: object, path: string, use: (handle: FileHandle) => Promise<T>): Promise<T> {
+    let file = this.files.get(key);
+    if (file === undefined) {
+      file = { handle: await open(path, 'a', 0o640), users: 0 };
+    } else {
+      this.files.delete(key);
+    }
+    this.files.set(key, file);
+    file.users++;
+    try {
+      return await use(file.handle);
+    } finally {
+      file.users--;
+      this.trim();
+    }
+  }
+
+  /** Opens `path` for the key again (creating the file), closing what the key had open. */
+  async reopen(key: object, path: string): Promise<void> {
+    await this.close(key);
+    await this.with(key, path, async () => undefined);
+  }
+
+  /** Closes the key's file if it is open. */
+  async close(key: object): Promise<void> {
+    const file = this.files.get(key);
+    if (file === undefined) return;
+    this.files.delete(key);
+    await file.handle.close().catch(() => undefined);
+  }
+
+  /** Closes the least recently used idle files beyond the capacity. */
+  private trim(): void {
+    let excess = this.files.size - this.capacity;
+    if (excess <= 0) return;
+    // Bounded: one pass over the map; files in use are skipped and trimmed on their release.
+    for (const [key, file] of this.files) {
+      if (excess <= 0) break;
+      if (file.users > 0) continue;
+      this.files.delete(key);
+      void file.handle.close().catch(() => undefined);
+      excess--;
+    }
+  }
+}
+
+/** The process's log files (all runtimes in a process share the descriptor limit). */
+const sharedLogFiles = new LogFileHandles();
+
 /**
  * Writes a container's output to its CRI log file. Output is split into lines per stream; a line
  * is written when its newline arrives (a trailing partial line at close is written as a full
- * one, as containerd's reader does at EOF). Writes are batched and asynchronous; `flush`,
- * `reopen` and `close` wait for them.
+ * one, as containerd's reader does at EOF). Writes are batched and asynchronous, and run one
+ * after the other on one chain with `reopen` and `close`, so lines keep their order; `flush`,
+ * `reopen` and `close` wait for them. The file is opened for each batch unless it is still among
+ * the recently used open files (LogFileHandles): the writer itself holds no descriptor.
+ *
+ * One difference from a runtime that keeps the descriptor: after the file was renamed and before
+ * ReopenContainerLog, output of a container whose file was closed meanwhile goes to a new file at
+ * the original path instead of the renamed one. Rotation (kubelet) calls ReopenContainerLog right
+ * after the rename, so readers see the same result.
  */
 export class CriLogWriter {
   private pending: string[] = [];
-  private partial: Record<LogStream, string> = { stdout: '', stderr: '' };
+  private partialStdout = '';
+  private partialStderr = '';
   private chain: Promise<void> = Promise.resolve();
   private scheduled = false;
   private closed = false;
   private written = 0;
-  private lastError: Error | undefined;
+  private failed = false;
 
   private constructor(
     readonly path: string,
-    private handle: FileHandle,
+    private readonly files: LogFileHandles,
     private readonly clock: Clock,
     private readonly onError: (err: Error) => void,
   ) {}
 
-  /** Opens (creating it and its directory) the log file for appending. */
-  static async open(path: string, clock: Clock, onError: (err: Error) => void = () => undefined): Promise<CriLogWriter> {
+  /** Creates the log file (and its directory) for appending; it exists when this resolves. */
+  static async open(
+    path: string,
+    clock: Clock,
+    onError: (err: Error) => void = () => undefined,
+    files: LogFileHandles = sharedLogFiles,
+  ): Promise<CriLogWriter> {
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(path, 'a', 0o640);
-    return new CriLogWriter(path, handle, clock, onError);
+    const writer = new CriLogWriter(path, files, clock, onError);
+    // Kept among the open files: most containers write right after they start.
+    await files.reopen(writer, path);
+    return writer;
   }
 
   /** Bytes written to log files by this writer (for the writable-layer figure of stats). */
@@ -52,7 +148,7 @@ export class CriLogWriter {
   write(stream: LogStream, text: string): void {
     if (this.closed || text === '') return;
     const now = this.clock.nowNanos();
-    let buffer = this.partial[stream] + text;
+    let buffer = this.partialOf(stream) + text;
     for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
       this.record(now, stream, buffer.slice(0, nl).replace(/\r$/, ''));
       buffer = buffer.slice(nl + 1);
@@ -62,7 +158,7 @@ export class CriLogWriter {
       this.pending.push(formatLogRecord(now, stream, true, chunk));
       buffer = buffer.slice(MAX_LOG_LINE_BYTES);
     }
-    this.partial[stream] = buffer;
+    this.setPartial(stream, buffer);
     this.schedule();
   }
 
@@ -79,11 +175,11 @@ export class CriLogWriter {
    */
   async reopen(): Promise<void> {
     if (this.closed) throw new Error(`log writer for ${this.path} is closed`);
-    await this.flush();
-    const next = await open(this.path, 'a', 0o640);
-    const previous = this.handle;
-    this.handle = next;
-    await previous.close().catch(() => undefined);
+    this.drain();
+    const reopened = this.chain.then(() => this.files.reopen(this, this.path));
+    // Later writes wait for the reopen but must not fail because it did.
+    this.chain = reopened.catch(() => undefined);
+    await reopened;
   }
 
   /** Writes any trailing partial line, flushes, and closes the file. */
@@ -91,12 +187,24 @@ export class CriLogWriter {
     if (this.closed) return;
     const now = this.clock.nowNanos();
     for (const stream of ['stdout', 'stderr'] as const) {
-      if (this.partial[stream] !== '') this.record(now, stream, this.partial[stream]);
-      this.partial[stream] = '';
+      const partial = this.partialOf(stream);
+      if (partial !== '') this.record(now, stream, partial);
+      this.setPartial(stream, '');
     }
-    await this.flush();
+    // Closed before the last flush: output arriving meanwhile (a dying process) is dropped
+    // rather than reopening the file after it was closed.
     this.closed = true;
-    await this.handle.close().catch(() => undefined);
+    await this.flush();
+    await this.files.close(this);
+  }
+
+  private partialOf(stream: LogStream): string {
+    return stream === 'stdout' ? this.partialStdout : this.partialStderr;
+  }
+
+  private setPartial(stream: LogStream, text: string): void {
+    if (stream === 'stdout') this.partialStdout = text;
+    else this.partialStderr = text;
   }
 
   private record(now: bigint, stream: LogStream, line: string): void {
@@ -123,12 +231,12 @@ export class CriLogWriter {
     this.pending = [];
     this.chain = this.chain.then(async () => {
       try {
-        await this.handle.write(data);
+        await this.files.with(this, this.path, (handle) => handle.write(data));
         this.written += Buffer.byteLength(data);
       } catch (err) {
         // Keep going: a vanished log directory must not take the container down.
-        if (this.lastError === undefined) this.onError(err as Error);
-        this.lastError = err as Error;
+        if (!this.failed) this.onError(err as Error);
+        this.failed = true;
       }
     });
   }

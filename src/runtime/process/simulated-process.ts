@@ -64,8 +64,9 @@ export class SimulatedProcess {
     const killed = new Promise<number>((resolve) => {
       this.resolveKilled = resolve;
     });
-    const onParentAbort = (): void => this.kill('SIGKILL');
-    options.parentSignal?.addEventListener('abort', onParentAbort, { once: true });
+    // Only children have a parent to die with; a container's init process gets no listener.
+    const onParentAbort = options.parentSignal === undefined ? undefined : (): void => this.kill('SIGKILL');
+    if (onParentAbort !== undefined) options.parentSignal?.addEventListener('abort', onParentAbort, { once: true });
     this.entry = {
       pid: this.pid,
       comm: command.name,
@@ -80,7 +81,7 @@ export class SimulatedProcess {
     target.processes.add(this.entry);
     const run = this.run();
     this.exited = Promise.race([run, killed]).then((exitCode) => {
-      options.parentSignal?.removeEventListener('abort', onParentAbort);
+      if (onParentAbort !== undefined) options.parentSignal?.removeEventListener('abort', onParentAbort);
       target.processes.remove(this.pid);
       const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : undefined;
       const info: ProcessExit = { exitCode, finishedAtNanos: clock.nowNanos() };

@@ -1,4 +1,5 @@
 import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { Container } from '../../generated/runtime/v1/Container.js';
 import type { ContainerResources } from '../../generated/runtime/v1/ContainerResources.js';
 import type { ImageConfig } from '../images/catalogue.js';
 import type { CriLogWriter } from '../logging/cri-log-writer.js';
@@ -105,8 +106,11 @@ export function newContainerLive(): ContainerLive {
 
 export { ProcessTable };
 
-/** Containers, by id, id prefix, state, labels and pod sandbox; names reserved until removal. */
-export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRecord> {
+/**
+ * Containers, by id, id prefix, state, labels and pod sandbox; names reserved until removal.
+ * The list view is the CRI `Container` message.
+ */
+export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRecord, Container> {
   readonly names = new NameRegistry('container');
 
   constructor() {

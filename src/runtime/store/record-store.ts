@@ -27,9 +27,14 @@ export interface RecordFilter {
  * A store of records indexed by id (with prefix lookup), state, label pairs and an optional
  * group key. Status changes go through `updateStatus`, which checks the state transition
  * against the table given at construction and notifies listeners.
+ *
+ * `V` is the record's list view (the CRI message List* returns). The store keeps it per record
+ * and hands out the same object until the record changes, so the gRPC edge can cache what it
+ * encoded by object identity; everything else of a record the view shows is immutable.
  */
-export class RecordStore<S extends { state: number }, R extends StoredRecord<S>> {
+export class RecordStore<S extends { state: number }, R extends StoredRecord<S>, V extends object = object> {
   private readonly byId = new Map<string, R>();
+  private readonly views = new WeakMap<R, V>();
   private readonly prefixes: IdPrefixIndex;
   private readonly labels = new LabelIndex();
   private readonly byState = new Map<number, Set<string>>();
@@ -63,6 +68,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>>
     const record = this.byId.get(id);
     if (record === undefined) return undefined;
     this.byId.delete(id);
+    this.views.delete(record);
     this.prefixes.delete(id);
     this.labels.delete(id, record.labels);
     this.unsetIndex(this.byState, record.status.state, id);
@@ -135,6 +141,20 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>>
   }
 
   /**
+   * The list view of a record, built by `build` on first use and then the same object until the
+   * record's status changes (updateStatus drops it). `build` must depend only on the record's
+   * immutable fields and its status. The view is frozen: callers share it.
+   */
+  view(record: R, build: (record: R) => V): V {
+    let view = this.views.get(record);
+    if (view === undefined) {
+      view = Object.freeze(build(record));
+      this.views.set(record, view);
+    }
+    return view;
+  }
+
+  /**
    * The one way a record's status changes. `change` gets the current status and returns the
    * next; a state change not allowed by the transition table is a FailedPrecondition error.
    */
@@ -155,6 +175,8 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>>
       this.setIndex(this.byState, next.state, id);
     }
     record.status = next;
+    // The list view shows the status: the next list builds (and the edge encodes) it anew.
+    this.views.delete(record);
     for (const listener of this.listeners) listener({ record, previous, current: next });
     return next;
   }

@@ -1,3 +1,4 @@
+import type { PodSandbox } from '../../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { OciSpec } from '../oci/spec.js';
 import type { ProcessTable } from '../process/process-table.js';
@@ -46,8 +47,11 @@ const TRANSITIONS = new Map<number, Set<number>>([
 
 export const sandboxStateName = (state: number): string => (state === SandboxState.READY ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY');
 
-/** Pod sandboxes, by id, id prefix, state and labels; names reserved until removal. */
-export class SandboxStore extends RecordStore<SandboxStatusData, SandboxRecord> {
+/**
+ * Pod sandboxes, by id, id prefix, state and labels; names reserved until removal.
+ * The list view is the CRI `PodSandbox` message.
+ */
+export class SandboxStore extends RecordStore<SandboxStatusData, SandboxRecord, PodSandbox> {
   readonly names = new NameRegistry('pod sandbox');
 
   constructor() {

@@ -1,4 +1,10 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+
+// ajv is loaded on the first compile, not at start-up: loading it is a tenth of the runtime's
+// start-up, and a runtime on the embedded node validates nothing with it until the first
+// credential spec (ajv is CommonJS, so it loads synchronously).
+const requireCommonJs = createRequire(import.meta.url);
 
 /**
  * One ajv instance for the Windows schemas. `errorReason` is our annotation keyword: the sentence
@@ -7,16 +13,33 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
  * `verbose` gives each error its schema and value, which the messages need.
  */
 function createAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: false, verbose: true, strict: true });
+  const { Ajv: AjvClass } = requireCommonJs('ajv') as typeof import('ajv');
+  const ajv = new AjvClass({ allErrors: false, verbose: true, strict: true });
   ajv.addKeyword({ keyword: 'errorReason', schemaType: 'string' });
   return ajv;
 }
 
-const ajv = createAjv();
+let sharedAjv: Ajv | undefined;
 
-/** Compiles a schema once; callers do this at module load, i.e. at start-up. */
-export function compileSchema<T>(schema: object): ValidateFunction<T> {
-  return ajv.compile<T>(schema);
+/** A schema compiled once, on its first use. */
+export interface CompiledSchema<T> {
+  readonly validate: ValidateFunction<T>;
+}
+
+/**
+ * Declares a schema; it is compiled on first use and then kept. Compiling every schema at module
+ * load cost start-up time for schemas a run may never need (the credential spec schema waits
+ * for the first gMSA container).
+ */
+export function compileSchema<T>(schema: object): CompiledSchema<T> {
+  let compiled: ValidateFunction<T> | undefined;
+  return {
+    get validate(): ValidateFunction<T> {
+      sharedAjv ??= createAjv();
+      compiled ??= sharedAjv.compile<T>(schema);
+      return compiled;
+    },
+  };
 }
 
 /** A schema violation in words: where (dotted field path, `domains[0].sid`) and why. */
@@ -105,7 +128,8 @@ export function describeSchemaError(error: ErrorObject): SchemaViolation {
 }
 
 /** Runs a compiled validator and returns the first violation, or undefined when the data is valid. */
-export function firstViolation(validate: ValidateFunction, data: unknown): SchemaViolation | undefined {
+export function firstViolation(schema: CompiledSchema<unknown>, data: unknown): SchemaViolation | undefined {
+  const { validate } = schema;
   if (validate(data)) return undefined;
   const error = validate.errors?.[0];
   if (error === undefined) return { path: '', reason: 'is invalid', describesValue: false };

@@ -11,6 +11,7 @@ import {
   defaultNodeDirectory,
   loadNodeFile,
   parseNodeFile,
+  validateNodeFile,
   type NodeFile,
 } from '../../../src/runtime/windows/node-directory.js';
 
@@ -86,6 +87,10 @@ describe('node file and simulated Active Directory', () => {
     );
     const od = other.joinedDomain!;
     expect(other.mayRetrieveManagedPassword(od, other.findGmsa(od, 'Cycle')!, other.passwordRetrievalAccount()!)).to.equal(false);
+  });
+
+  it('keeps the embedded default node valid against the node file schema (start-up does not re-check it)', () => {
+    expect(validateNodeFile(structuredClone(DEFAULT_NODE_FILE), 'embedded default node')).to.deep.equal(DEFAULT_NODE_FILE);
   });
 
   it('ships examples/nodes/winnode1.yaml equal to the embedded default', async () => {
