@@ -3,18 +3,7 @@ import type { Container } from '../../src/generated/runtime/v1/Container.js';
 import type { PodSandbox } from '../../src/generated/runtime/v1/PodSandbox.js';
 import { withCachedElementDecoding } from '../../src/cri/list-decoding.js';
 import { runtimeServiceDefinition } from '../../src/cri/proto.js';
-
-/** mulberry32: deterministic, so a failing random case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../support/seeded-random.js';
 
 describe('cached list decoding (client side of ListContainers, ListPodSandbox)', () => {
   const definition = runtimeServiceDefinition();

@@ -11,18 +11,7 @@ import { NodeRuntime } from '../../src/runtime/node-runtime.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { SandboxState } from '../../src/runtime/store/sandbox-store.js';
 import { createContainer, pull, runSandbox, BUSYBOX } from '../runtime/helpers.js';
-
-/** A small deterministic PRNG (mulberry32), so a failing random case can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../support/seeded-random.js';
 
 const INT64_MAX = '9223372036854775807';
 const INT64_MIN = '-9223372036854775808';

@@ -27,6 +27,7 @@ import {
   windowsPodConfig,
   type InProcessRuntime,
 } from './windows-support.js';
+import { prng } from '../support/seeded-random.js';
 
 const CREATE_STEPS: readonly WindowsFaultStep[] = ['credential-spec-write', 'credential-spec-written'];
 
@@ -43,18 +44,6 @@ function countingMetrics(): CredentialSpecCounters & { written: number; removed:
     setLeaked: (n: number) => { m.leaked = n; },
   };
   return m;
-}
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failing sequence can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('Windows credential spec fault injection through the CRI socket', function () {

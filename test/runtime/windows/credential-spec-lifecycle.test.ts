@@ -9,6 +9,7 @@ import {
 } from '../../../src/runtime/windows/credential-spec-handoff.js';
 import { credentialSpecFromSecurityOptions } from '../../../src/runtime/windows/security-options.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './kep-example.js';
+import { prng } from '../../support/seeded-random.js';
 
 /** A container record as far as the hand-off is concerned. */
 interface Container {
@@ -39,18 +40,6 @@ async function startContainer(handoff: CredentialSpecHandoff, c: Container, faul
   } finally {
     await handoff.releaseAfterStart(c.securityOptions);
   }
-}
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failing sequence can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('credential spec lifecycle: cleanup at every point', () => {
