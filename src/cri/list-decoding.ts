@@ -7,9 +7,13 @@ import { listField } from './list-encoding.js';
  * `toObject` with int64 as strings and defaults) takes 40–70 ms, most of a ListContainers call
  * once the server encodes from cache. A repeated message field is a run of
  * `tag, length, element bytes`; an element's decoded object depends on its bytes only. So the
- * client keeps, per method, the elements of the last response by their exact bytes and decodes
- * only the elements it has not seen; every response still gets its own fresh objects (a deep
- * copy of the cached decoding), as the default deserializer would give.
+ * client keeps, per method, the elements of the last response with their exact bytes and decodes
+ * only the elements it has not seen.
+ *
+ * Decoded elements are deep-frozen once and shared between responses: every response gets a
+ * fresh array, but an element whose bytes did not change is the same (immutable) object as in the
+ * previous response. A caller that wants to change one copies it first; a write to it throws
+ * (ESM code runs in strict mode), so a mutation cannot leak into a later response.
  */
 
 /** `(field number << 3) | wire type 2 (length-delimited)`, as a varint. */
@@ -36,14 +40,24 @@ function readVarint(bytes: Uint8Array, pos: number): [number, number] | undefine
   return undefined;
 }
 
-/** A fresh copy of a decoded message: plain objects, arrays, Buffers (bytes fields) and primitives. */
-function copyDecoded<T>(value: T): T {
-  if (typeof value !== 'object' || value === null) return value;
-  if (Array.isArray(value)) return value.map(copyDecoded) as T;
-  if (Buffer.isBuffer(value)) return Buffer.from(value) as T;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = copyDecoded((value as Record<string, unknown>)[key]);
-  return out as T;
+/**
+ * Freezes a decoded message and everything in it: plain objects, arrays, primitives. Bytes
+ * fields (Buffers) cannot be frozen and are left as they are; the CRI list elements have none.
+ */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return value;
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  return Object.freeze(value);
+}
+
+/** The elements of one response: for element i, its bytes are `bytes[bodyStart[i], end[i])`. */
+interface DecodedRun {
+  readonly bytes: Buffer;
+  readonly bodyStart: number[];
+  readonly end: number[];
+  readonly decoded: unknown[];
+  /** Element index by its bytes (latin1: one char per byte), built on the first out-of-place lookup. */
+  index?: Map<string, number>;
 }
 
 /**
@@ -59,12 +73,13 @@ export function withCachedElementDecoding<Req, Res, ReqOut, ResOut>(
   const { name: field, number } = listField(method as MethodDefinition<unknown, unknown>, name);
   const tag = tagBytes(number);
   const deserialize = method.responseDeserialize;
-  // The elements of the last response, keyed by their bytes (latin1: one char per byte). An entry
-  // keeps its first key string, so a hit leaves only the new, short-lived one as garbage.
-  let previous = new Map<string, { key: string; decoded: unknown }>();
+  let previous: DecodedRun = { bytes: Buffer.alloc(0), bodyStart: [], end: [], decoded: [] };
 
-  const split = (bytes: Buffer): { key: string; start: number; end: number }[] | undefined => {
-    const parts: { key: string; start: number; end: number }[] = [];
+  /** The start of each element's tag, and of its body, and its end; undefined unless `bytes` is only a run of the field. */
+  const split = (bytes: Buffer): { tagStart: number[]; bodyStart: number[]; end: number[] } | undefined => {
+    const tagStart: number[] = [];
+    const bodyStart: number[] = [];
+    const ends: number[] = [];
     let pos = 0;
     // Every element takes at least tag.length + 1 bytes, so this ends within bytes.length steps.
     while (pos < bytes.length) {
@@ -74,31 +89,59 @@ export function withCachedElementDecoding<Req, Res, ReqOut, ResOut>(
       const [size, body] = length;
       const end = body + size;
       if (end > bytes.length) return undefined;
-      parts.push({ key: bytes.toString('latin1', body, end), start: pos, end });
+      tagStart.push(pos);
+      bodyStart.push(body);
+      ends.push(end);
       pos = end;
     }
-    return parts;
+    return { tagStart, bodyStart, end: ends };
+  };
+
+  /** The index in `previous` of an element with exactly these bytes, or -1. */
+  const findPrevious = (bytes: Buffer, start: number, end: number, guess: number): number => {
+    const size = end - start;
+    if (guess < previous.decoded.length) {
+      const guessStart = previous.bodyStart[guess] as number;
+      const guessEnd = previous.end[guess] as number;
+      // Lists usually come back in the same order: compare with the element after the last match first.
+      if (guessEnd - guessStart === size && bytes.compare(previous.bytes, guessStart, guessEnd, start, end) === 0) return guess;
+    }
+    if (previous.decoded.length === 0) return -1;
+    if (previous.index === undefined) {
+      const index = new Map<string, number>();
+      for (let i = 0; i < previous.decoded.length; i++) {
+        index.set(previous.bytes.toString('latin1', previous.bodyStart[i], previous.end[i]), i);
+      }
+      previous.index = index;
+    }
+    return previous.index.get(bytes.toString('latin1', start, end)) ?? -1;
   };
 
   return {
     ...method,
-    responseDeserialize(bytes: Buffer): ResOut {
-      const parts = split(bytes);
-      if (parts === undefined) return deserialize(bytes);
-      const current = new Map<string, { key: string; decoded: unknown }>();
-      const elements = new Array<unknown>(parts.length);
-      for (let i = 0; i < parts.length; i++) {
-        const { key, start, end } = parts[i] as { key: string; start: number; end: number };
-        let entry = current.get(key) ?? previous.get(key);
-        if (entry === undefined) {
+    responseDeserialize(received: Buffer): ResOut {
+      const parts = split(received);
+      if (parts === undefined) return deserialize(received);
+      // Kept for the next response: a copy, as the transport does not promise to leave its buffer alone.
+      const bytes = Buffer.from(received);
+      const { tagStart, bodyStart, end } = parts;
+      const decoded = new Array<unknown>(bodyStart.length);
+      let guess = 0;
+      for (let i = 0; i < bodyStart.length; i++) {
+        const start = bodyStart[i] as number;
+        const stop = end[i] as number;
+        const found = findPrevious(bytes, start, stop, guess);
+        if (found >= 0) {
+          decoded[i] = previous.decoded[found];
+          guess = found + 1;
+        } else {
           // Decoded as a response of this one element: the same object the whole list gives it.
-          entry = { key, decoded: (deserialize(bytes.subarray(start, end)) as Record<string, unknown[]>)[field]?.[0] };
+          const single = deserialize(bytes.subarray(tagStart[i], stop)) as Record<string, unknown[]>;
+          decoded[i] = deepFreeze(single[field]?.[0]);
         }
-        current.set(entry.key, entry);
-        elements[i] = copyDecoded(entry.decoded);
       }
-      previous = current;
-      return { [field]: elements } as ResOut;
+      previous = { bytes, bodyStart, end, decoded };
+      return { [field]: decoded.slice() } as ResOut;
     },
   };
 }

@@ -76,7 +76,8 @@ export interface CriClient {
 /**
  * A RuntimeService and an ImageService client sharing one channel to a `unix:///path` endpoint.
  * The RuntimeService client decodes ListContainers and ListPodSandbox with an element cache of
- * its own (list-decoding.ts); responses are the same as with the default deserializer.
+ * its own (list-decoding.ts): responses equal the default deserializer's, but their elements are
+ * deep-frozen and shared with earlier responses (copy one before changing it).
  */
 export function createCriClient(endpoint: string, options: CriClientOptions = {}): CriClient {
   const target = unixEndpoint(unixSocketPath(endpoint));

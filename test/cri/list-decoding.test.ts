@@ -58,19 +58,58 @@ describe('cached list decoding (client side of ListContainers, ListPodSandbox)',
     }
   });
 
-  it('gives every response its own objects: changing one does not change the next', () => {
+  it('shares the cached elements between responses, deep-frozen, in a fresh array', () => {
     const fast = withCachedElementDecoding(definition.ListContainers, 'ListContainers');
     const bytes = definition.ListContainers.responseSerialize({
-      containers: [{ id: 'a', labels: { app: 'web' }, metadata: { name: 'n', attempt: 1 } }],
+      containers: [{ id: 'a', labels: { app: 'web' }, metadata: { name: 'n', attempt: 1 }, image: { image: 'i', annotations: { k: 'v' } } }],
     });
     const first = fast.responseDeserialize(bytes);
-    first.containers[0]!.labels['app'] = 'changed';
-    first.containers[0]!.metadata!.name = 'changed';
-    first.containers.push(first.containers[0]!);
     const second = fast.responseDeserialize(bytes);
     expect(second).to.deep.equal(definition.ListContainers.responseDeserialize(bytes));
+    const element = second.containers[0]!;
+    expect(element).to.equal(first.containers[0]);
+    for (const part of [element, element.labels, element.metadata, element.image, element.image!.annotations, element.annotations]) {
+      expect(Object.isFrozen(part)).to.equal(true);
+    }
+    expect(() => {
+      element.labels['app'] = 'changed';
+    }).to.throw(TypeError);
+    expect(() => {
+      element.metadata!.name = 'changed';
+    }).to.throw(TypeError);
     expect(second.containers[0]!.labels).to.deep.equal({ app: 'web' });
-    expect(second.containers[0]).to.not.equal(first.containers[0]);
+    // The array is the caller's own: adding to one response does not show in the next.
+    expect(second.containers).to.not.equal(first.containers);
+    first.containers.push(first.containers[0]!);
+    expect(fast.responseDeserialize(bytes).containers).to.have.length(1);
+  });
+
+  it('decodes an unseen element fresh and reuses the others, in any order', () => {
+    const fast = withCachedElementDecoding(definition.ListContainers, 'ListContainers');
+    const a = { id: 'a', labels: { app: 'web' } };
+    const b = { id: 'b', labels: { app: 'db' } };
+    const c = { id: 'c', labels: { app: 'db' } };
+    const first = fast.responseDeserialize(definition.ListContainers.responseSerialize({ containers: [a, b] }));
+    const nextBytes = definition.ListContainers.responseSerialize({ containers: [c, b, a] });
+    const next = fast.responseDeserialize(nextBytes);
+    expect(next).to.deep.equal(definition.ListContainers.responseDeserialize(nextBytes));
+    expect(next.containers[1]).to.equal(first.containers[1]);
+    expect(next.containers[2]).to.equal(first.containers[0]);
+    expect(first.containers).to.not.include(next.containers[0]);
+    expect(next.containers[0]!.id).to.equal('c');
+    expect(Object.isFrozen(next.containers[0])).to.equal(true);
+  });
+
+  it('keeps its own copy of the bytes: a transport reusing its buffer does not spoil the cache', () => {
+    const fast = withCachedElementDecoding(definition.ListContainers, 'ListContainers');
+    const bytes = definition.ListContainers.responseSerialize({ containers: [{ id: 'a', state: 1 }, { id: 'b', state: 1 }] });
+    const received = Buffer.from(bytes);
+    const first = fast.responseDeserialize(received);
+    received.fill(0);
+    const second = fast.responseDeserialize(Buffer.from(bytes));
+    expect(second).to.deep.equal(definition.ListContainers.responseDeserialize(bytes));
+    expect(second.containers[0]).to.equal(first.containers[0]);
+    expect(second.containers[1]).to.equal(first.containers[1]);
   });
 
   it('shows a changed element as changed (the cache is keyed by the bytes)', () => {
