@@ -5,7 +5,7 @@
 // compose file and what the suite proves cannot drift apart. At the end the runtime is stopped
 // and nothing may be left: no process, no socket, no temp dir.
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { runProcess, type ProcessResult } from '../support/process.js';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -27,30 +27,10 @@ const SERVICE_TIMEOUT_MS = 60_000;
 /** The tests service runs critest's selected specs (about 10 s here). */
 const CRITEST_TIMEOUT_MS = 6 * 60_000;
 
-interface ProcessResult {
-  command: string;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  timedOut: boolean;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs argv to completion (killed after timeoutMs), collecting its output. */
-function runProcess(argv: readonly string[], cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+function runArgv(argv: readonly string[], cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
   const [program, ...args] = argv;
-  const command = argv.join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn(program!, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
-    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, timeoutMs);
-    child.once('error', (err) => { clearTimeout(timer); reject(err); });
-    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
-  });
+  return runProcess(program!, args, { cwd, env: { ...process.env, ...env }, killAfterMs: timeoutMs });
 }
 
 function describeResult(r: ProcessResult): string {
@@ -220,7 +200,7 @@ describe('compose services as local processes', function () {
     const { argv, rewritten } = local().rewrite('kubelet');
     expect(rewritten.join('\n'), 'the socket is rewritten').to.include(`unix:///run/cri-winsim/cri.sock -> ${runtime().endpoint}`);
     expectOnlyLocalPaths(argv, runtime().dir);
-    const res = await runProcess(local().localProgram(argv), repoRoot, SERVICE_TIMEOUT_MS);
+    const res = await runArgv(local().localProgram(argv), repoRoot, SERVICE_TIMEOUT_MS);
     expect(res.timedOut, describeResult(res)).to.equal(false);
     expect(res.code, describeResult(res)).to.equal(0);
     kubeletRan = true;
@@ -245,7 +225,7 @@ describe('compose services as local processes', function () {
     expectOnlyLocalPaths(argv, runtime().dir);
     expect(flagValue(argv, '--runtime-endpoint')).to.equal(runtime().endpoint);
     const env = local().environment('tests');
-    const res = await runProcess(local().localProgram(argv), repoRoot, CRITEST_TIMEOUT_MS, env);
+    const res = await runArgv(local().localProgram(argv), repoRoot, CRITEST_TIMEOUT_MS, env);
     expect(res.timedOut, describeResult(res)).to.equal(false);
     expect(res.code, describeResult(res)).to.equal(0);
     // ginkgo's summary: every selected spec ran and passed.

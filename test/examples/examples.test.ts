@@ -4,7 +4,7 @@
 // (outcome, message fragment, effective user and gMSA from ContainerStatus verbose, the
 // container's log). Identity commands run through the real crictl (`crictl exec -s`) and logs
 // are read with `crictl logs` when crictl is installed; otherwise through the same CRI calls.
-import { spawn } from 'node:child_process';
+import { runProcess } from '../support/process.js';
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -67,7 +67,7 @@ interface PodJson {
 }
 
 /** `cri-winsim kubelet run FILES --cluster DIR --runtime-endpoint EP [--as U --as-group G] -o json`. */
-function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: ExampleRun): Promise<KubeletCliRun> {
+async function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: ExampleRun): Promise<KubeletCliRun> {
   const args = [
     cliPath, 'kubelet', 'run', ...run.pods,
     '--cluster', manifest.cluster,
@@ -77,29 +77,17 @@ function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: ExampleRu
     ...(run.as === undefined ? [] : ['--as', run.as]),
     ...run.groups.flatMap((g) => ['--as-group', g]),
   ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: rt.dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', (err) => { clearTimeout(timer); reject(err); });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      let pods: PodJson[] = [];
-      if (stdout.trim() !== '') {
-        try {
-          const value = JSON.parse(stdout) as PodJson & { kind?: string; items?: PodJson[] };
-          pods = value.kind === 'List' ? (value.items ?? []) : [value];
-        } catch {
-          reject(new Error(`kubelet run -o json printed no JSON:\n${stdout}\nstderr: ${stderr}`));
-          return;
-        }
-      }
-      resolve({ code, pods, stderr });
-    });
-  });
+  const { code, stdout, stderr } = await runProcess(process.execPath, args, { cwd: rt.dir, killAfterMs: 60_000 });
+  let pods: PodJson[] = [];
+  if (stdout.trim() !== '') {
+    try {
+      const value = JSON.parse(stdout) as PodJson & { kind?: string; items?: PodJson[] };
+      pods = value.kind === 'List' ? (value.items ?? []) : [value];
+    } catch {
+      throw new Error(`kubelet run -o json printed no JSON:\n${stdout}\nstderr: ${stderr}`);
+    }
+  }
+  return { code, pods, stderr };
 }
 
 /** What the kubelet CLI says about one expected row, in the words of compareRow. */

@@ -1,7 +1,7 @@
 // Runs the real crictl against a runtime started by startRuntime(). Each call names the endpoint,
 // the per-call timeout and a config file in the runtime's temp dir, and drops crictl's
 // environment variables, so neither /etc/crictl.yaml nor the caller's environment matters.
-import { spawn } from 'node:child_process';
+import { runProcess, type ProcessResult } from './process.js';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { criToolPath } from './paths.js';
@@ -18,16 +18,7 @@ export interface CrictlOptions {
   onStdout?: (chunk: string) => void;
 }
 
-export interface CrictlResult {
-  /** The command line, for messages. */
-  command: string;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** True when killAfterMs expired and crictl was killed. */
-  timedOut: boolean;
-  stdout: string;
-  stderr: string;
-}
+export type CrictlResult = ProcessResult;
 
 type Target = Pick<RuntimeHandle, 'endpoint' | 'dir'>;
 
@@ -54,7 +45,7 @@ function crictlBinary(): string {
   return bin;
 }
 
-export function runCrictl(rt: Target, args: string[], opts: CrictlOptions = {}): Promise<CrictlResult> {
+export async function runCrictl(rt: Target, args: string[], opts: CrictlOptions = {}): Promise<CrictlResult> {
   const bin = crictlBinary();
   const callTimeout = opts.callTimeout ?? '10s';
   const killAfterMs = opts.killAfterMs ?? 30_000;
@@ -64,26 +55,12 @@ export function runCrictl(rt: Target, args: string[], opts: CrictlOptions = {}):
   const env = { ...process.env };
   for (const v of ['CRI_CONFIG_FILE', 'CONTAINER_RUNTIME_ENDPOINT', 'IMAGE_SERVICE_ENDPOINT']) delete env[v];
 
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, fullArgs, { cwd: rt.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, killAfterMs);
-    child.once('error', (err) => { clearTimeout(timer); reject(err); });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      const result: CrictlResult = { command, code, signal, timedOut, stdout, stderr };
-      if (check && (code !== 0 || timedOut)) {
-        reject(new Error(`\`${command}\` ${timedOut ? `was killed after ${killAfterMs} ms` : `exited ${code ?? signal}`}\n` +
-          `stdout: ${stdout.trim() || '(empty)'}\nstderr: ${stderr.trim() || '(empty)'}`));
-        return;
-      }
-      resolve(result);
-    });
-  });
+  const result = await runProcess(bin, fullArgs, { cwd: rt.dir, env, killAfterMs, command, ...(opts.onStdout ? { onStdout: opts.onStdout } : {}) });
+  if (check && (result.code !== 0 || result.timedOut)) {
+    throw new Error(`\`${command}\` ${result.timedOut ? `was killed after ${killAfterMs} ms` : `exited ${result.code ?? result.signal}`}\n` +
+      `stdout: ${result.stdout.trim() || '(empty)'}\nstderr: ${result.stderr.trim() || '(empty)'}`);
+  }
+  return result;
 }
 
 /** Runs crictl and parses its stdout as JSON (for `-o json` and the inspect commands). */

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { cliPath } from '../../support/paths.js';
+import { runProcess } from '../../support/process.js';
 
 export interface CliResult {
   readonly code: number | null;
@@ -10,24 +11,12 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-export function runKubelet(args: readonly string[], options: { killAfterMs?: number; cwd?: string } = {}): Promise<CliResult> {
-  const killAfterMs = options.killAfterMs ?? 45_000;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, 'kubelet', ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(options.cwd === undefined ? {} : { cwd: options.cwd }) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+export async function runKubelet(args: readonly string[], options: { killAfterMs?: number; cwd?: string } = {}): Promise<CliResult> {
+  const { code, stdout, stderr } = await runProcess(process.execPath, [cliPath, 'kubelet', ...args], {
+    killAfterMs: options.killAfterMs ?? 45_000,
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
+  return { code, stdout, stderr };
 }
 
 export interface SyncLoopHandle {

@@ -1,0 +1,44 @@
+// Runs a program to completion, bounded in time, collecting its output: the one way the suites
+// run crictl, the CLI and the compose services as child processes.
+import { spawn } from 'node:child_process';
+
+export interface ProcessOptions {
+  cwd?: string;
+  /** The whole environment of the child (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  /** SIGKILL after this long; the result then has timedOut: true. */
+  killAfterMs: number;
+  /** The command line shown in results and messages (default: program and args). */
+  command?: string;
+  onStdout?: (chunk: string) => void;
+}
+
+export interface ProcessResult {
+  /** The command line, for messages. */
+  command: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when killAfterMs expired and the process was killed. */
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+export function runProcess(program: string, args: readonly string[], opts: ProcessOptions): Promise<ProcessResult> {
+  const command = opts.command ?? [program, ...args].join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      env: opts.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+    });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, opts.killAfterMs);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
+  });
+}
