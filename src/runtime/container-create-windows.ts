@@ -56,7 +56,14 @@ export async function stageCredentialSpec(
   return [staged.securityOption];
 }
 
-/** Updates the leak gauge: staged credential specs no live container refers to. */
+/**
+ * Updates the leak gauge: staged credential specs no live container refers to. The containers are
+ * walked lazily, so without metrics (no gauge to set) nothing is iterated on this hot path.
+ */
 export function reportCredentialSpecLeaks(ctx: RuntimeContext): Promise<number> {
-  return ctx.windows.reportLeaks([...ctx.containers.all()].map((c) => c.securityOptions));
+  return ctx.windows.reportLeaks(liveSecurityOptions(ctx));
+}
+
+function* liveSecurityOptions(ctx: RuntimeContext): Iterable<readonly string[]> {
+  for (const c of ctx.containers.all()) yield c.securityOptions;
 }
