@@ -11,6 +11,7 @@ import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
 import { runConcurrently } from './runner.js';
@@ -406,9 +407,10 @@ async function main(): Promise<void> {
       const crictlConfigs = { runtime: writeCrictlConfig(work, runtime.endpoint), floor: writeCrictlConfig(work, floor.endpoint) };
       let live = 0;
       const rssBeforeKiB = await runtime.rssKiB();
-      // Let in-flight garbage settle before sampling RSS (bounded pause).
+      // Sample RSS once the runtime is idle: after the last changing RPC it collects garbage once
+      // (--idle-gc-seconds, default DEFAULT_IDLE_GC_SECONDS); wait that long and two seconds more.
       const settledRss = async (): Promise<number> => {
-        await new Promise((r) => setTimeout(r, 1000));
+        await new Promise((r) => setTimeout(r, (DEFAULT_IDLE_GC_SECONDS + 2) * 1000));
         return runtime!.rssKiB();
       };
       let setupError: string | undefined;

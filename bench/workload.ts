@@ -2,6 +2,7 @@
  * What the load generator sends: CRI configs shaped like the kubelet's for a Windows pod, with or
  * without a gMSA credential spec and RunAsUserName, and the full pod lifecycle over them.
  */
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unaryCall, type CriClient } from '../src/cri/proto.js';
 import type { PodSandboxConfig } from '../src/generated/runtime/v1/PodSandboxConfig.js';
@@ -25,6 +26,8 @@ export const BENCH_IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 export const LONG_RUNNING_COMMAND = ['C:\\ServiceMonitor.exe', 'w3svc'];
 export const BENCH_NAMESPACE = 'bench';
 export const RUN_AS_USERNAME = 'ContainerUser';
+/** The one container of every bench pod. */
+const CONTAINER_NAME = 'app';
 
 /**
  * The GMSA KEP's example credential spec for the gMSA WebApplication1 of contoso.com, which the
@@ -78,17 +81,17 @@ export function sandboxConfig(pod: PodShape): PodSandboxConfig {
 
 export function containerConfig(pod: PodShape, image: string): ContainerConfig {
   const config: ContainerConfig = {
-    metadata: { name: 'app', attempt: 0 },
+    metadata: { name: CONTAINER_NAME, attempt: 0 },
     image: { image },
     command: LONG_RUNNING_COMMAND,
     labels: {
-      'io.kubernetes.container.name': 'app',
+      'io.kubernetes.container.name': CONTAINER_NAME,
       'io.kubernetes.pod.name': pod.name,
       'io.kubernetes.pod.namespace': BENCH_NAMESPACE,
       'io.kubernetes.pod.uid': `${pod.name}-uid`,
     },
     annotations: { 'io.kubernetes.container.restartCount': '0' },
-    log_path: pod.logRoot === undefined ? '' : join('app', '0.log'),
+    log_path: pod.logRoot === undefined ? '' : join(CONTAINER_NAME, '0.log'),
   };
   if (pod.gmsa) {
     config.windows = { security_context: { run_as_username: RUN_AS_USERNAME, credential_spec: BENCH_CREDENTIAL_SPEC } };
@@ -131,8 +134,13 @@ export async function podLifecycle(
   let containerId: string | undefined;
   let step = 'RunPodSandbox';
   try {
+    // Untimed, as the kubelet does it: it creates the pod's log directory before RunPodSandbox
+    // and the container's (`<pod dir>/<container name>`) before CreateContainer (kuberuntime's
+    // generateContainerConfig); the runtime only creates the log file at StartContainer.
+    if (sandbox.log_directory) await mkdir(sandbox.log_directory, { recursive: true, mode: 0o755 });
     sandboxId = (await recorder.time(step, () => unaryCall(cri.runtime, 'RunPodSandbox', { config: sandbox }, settings))).pod_sandbox_id;
     step = 'CreateContainer';
+    if (sandbox.log_directory) await mkdir(join(sandbox.log_directory, CONTAINER_NAME), { mode: 0o755 });
     const created = await recorder.time(step, () =>
       unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: sandboxId, config: containerConfig(pod, image), sandbox_config: sandbox }, settings),
     );

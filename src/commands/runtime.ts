@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { combineObservers, compactingCollection, DEFAULT_IDLE_GC_SECONDS, IdleCollector } from '../cri/idle-collector.js';
 import { parseMetricsAddress, RuntimeMetrics, type MetricsEndpoint } from '../cri/metrics.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -9,6 +10,14 @@ export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/cri-winsim';
 /** Logged once the socket accepts connections; scripts and tests wait for it. */
 export const READY_MESSAGE = 'cri-winsim runtime listening';
+
+function parseIdleGcSeconds(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds < 0 || seconds > 3600) {
+    throw new InvalidArgumentError(`--idle-gc-seconds must be a number of seconds from 0 to 3600, not "${value}"`);
+  }
+  return seconds;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -20,6 +29,8 @@ export interface RuntimeCommandOptions {
   credspecTransport: 'file' | 'registry';
   metricsAddr?: string;
   logLevel: string;
+  /** Seconds without a changing RPC before one full garbage collection; 0: never. */
+  idleGcSeconds: number;
 }
 
 async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
@@ -56,7 +67,10 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
         liveContainers: () => runtime?.context.containers.size ?? 0,
       });
   runtime = await openNodeRuntime(options, logger.child({ component: 'runtime' }), metrics);
-  const server = new CriServer({ runtime, logger: logger.child({ component: 'cri' }), observer: metrics });
+  const idleCollector = options.idleGcSeconds > 0
+    ? new IdleCollector(options.idleGcSeconds * 1000, compactingCollection(), logger.child({ component: 'gc' }))
+    : undefined;
+  const server = new CriServer({ runtime, logger: logger.child({ component: 'cri' }), observer: combineObservers(metrics, idleCollector) });
   let metricsEndpoint: MetricsEndpoint | undefined;
   let endpoint: string;
   try {
@@ -95,6 +109,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
   let failed = false;
   for (const [what, stop] of [
     ['CRI server', () => server.close()],
+    ['idle collector', () => idleCollector?.close()],
     ['metrics endpoint', () => metricsEndpoint?.close()],
     ['runtime', () => runtime.close()],
   ] as const) {
@@ -128,6 +143,11 @@ export function runtimeCommand(): Command {
     )
     .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .addOption(
+      new Option('--idle-gc-seconds <seconds>', 'collect garbage once after this many seconds without a changing RPC (0: never)')
+        .default(DEFAULT_IDLE_GC_SECONDS)
+        .argParser(parseIdleGcSeconds),
+    )
     .action(async (options: RuntimeCommandOptions) => {
       await serveRuntime(options);
     });

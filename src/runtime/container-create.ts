@@ -3,6 +3,7 @@ import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerC
 import type { CreateContainerRequest__Output } from '../generated/runtime/v1/CreateContainerRequest.js';
 import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
+import { ContainerFiles } from './process/container-files.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import { newId } from './ids.js';
@@ -61,7 +62,7 @@ function effectiveUser(os: 'linux' | 'windows', config: ContainerConfig__Output,
 }
 
 /** The files a real runtime bind-mounts into every container from the sandbox. */
-function sandboxFiles(sandbox: SandboxRecord): Map<string, string> {
+function buildSandboxFiles(sandbox: SandboxRecord): Map<string, string> {
   const dns = sandbox.config.dns_config;
   const resolv = [
     ...(dns?.servers ?? []).map((s) => `nameserver ${s}`),
@@ -79,6 +80,18 @@ function sandboxFiles(sandbox: SandboxRecord): Map<string, string> {
     ['/etc/hosts', `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${sandbox.ip}\t${sandbox.hostname}\n`],
     ['/etc/resolv.conf', resolv.length > 0 ? `${resolv.join('\n')}\n` : ''],
   ]);
+}
+
+/** The pod's files, built once per sandbox on first use and shared by its containers. */
+const podFiles = new WeakMap<SandboxRecord, ReadonlyMap<string, string>>();
+
+function sandboxFiles(sandbox: SandboxRecord): ReadonlyMap<string, string> {
+  let files = podFiles.get(sandbox);
+  if (files === undefined) {
+    files = buildSandboxFiles(sandbox);
+    podFiles.set(sandbox, files);
+  }
+  return files;
 }
 
 /** Composes the container's OCI spec from the image config, the CRI config and the sandbox. */
@@ -206,7 +219,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
         : null,
       processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
-      files: sandboxFiles(sandbox),
+      files: ContainerFiles.forPod(sandbox, sandboxFiles),
       live: newContainerLive(),
       status: initialContainerStatus(),
     };

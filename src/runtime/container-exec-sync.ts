@@ -47,7 +47,7 @@ export async function execSync(ctx: RuntimeContext, req: ExecSyncRequest__Output
     }
     throw err;
   }
-  container.live.execs.add(process);
+  (container.live.execs ??= new Set()).add(process);
   let timer: NodeJS.Timeout | undefined;
   try {
     const outcome = await Promise.race([
@@ -69,7 +69,7 @@ export async function execSync(ctx: RuntimeContext, req: ExecSyncRequest__Output
     return { stdout: stdout.toBuffer(), stderr: stderr.toBuffer(), exit_code: outcome.exitCode };
   } finally {
     clearTimeout(timer);
-    container.live.execs.delete(process);
+    container.live.execs?.delete(process);
     const ran = (process.exit?.finishedAtNanos ?? ctx.clock.nowNanos()) - process.startedAtNanos;
     container.live.execCpuNanos += BigInt(Math.round(Number(ran) * EXEC_CPU_LOAD));
   }

@@ -58,7 +58,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         pid: hostPid,
         starting: false,
       }));
-      container.live.exitHandled = process.exited.then((exit) => handleExit(ctx, container, exit));
+      container.live.exitHandled = new Promise((resolve) => process.onExit((exit) => resolve(handleExit(ctx, container, exit))));
     } catch (err) {
       startError = err;
       throw err;
@@ -85,7 +85,7 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
       target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
       argv: container.ociSpec.process.args,
       env: processEnvironment(container),
-      io: { stdout: (t) => writer.write('stdout', t), stderr: (t) => writer.write('stderr', t) },
+      io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
       init: !container.sharesPodPid,
     });
@@ -124,7 +124,7 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
  */
 async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
   container.processes.killAll('SIGKILL', container.id);
-  for (const exec of container.live.execs) exec.kill('SIGKILL');
+  for (const exec of container.live.execs ?? []) exec.kill('SIGKILL');
   const writer = container.live.logWriter;
   container.live.logWriter = undefined;
   await writer?.close();

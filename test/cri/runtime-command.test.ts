@@ -82,5 +82,29 @@ describe('cri-winsim runtime (command)', () => {
     const metrics = await runCli(['runtime', '--listen', 'unix:///nonexistent/cri.sock', '--metrics-addr', '0.0.0.0:9090']);
     expect(metrics.code).to.equal(1);
     expect(metrics.output).to.include('--metrics-addr "0.0.0.0:9090": host must be a loopback address');
+    const gc = await runCli(['runtime', '--listen', 'unix:///nonexistent/cri.sock', '--idle-gc-seconds', 'soon']);
+    expect(gc.code).to.equal(1);
+    expect(gc.output).to.include('--idle-gc-seconds must be a number of seconds from 0 to 3600, not "soon"');
+  });
+
+  it('collects garbage once after a changing RPC and a quiet spell, not after reads', async () => {
+    runtime = await startRuntime({ args: ['--idle-gc-seconds', '0.3', '--log-level', 'debug'] });
+    const client = createCriClient(runtime.endpoint);
+    const collections = (): number => runtime!.output().split('\n').filter((l) => l.includes('idle garbage collection')).length;
+    try {
+      await unaryCall(client.runtime, 'ListPodSandbox', {}, { timeoutMs: 5000 });
+      await new Promise((r) => setTimeout(r, 700));
+      expect(collections()).to.equal(0);
+      await unaryCall(client.runtime, 'RunPodSandbox', { config: { metadata: { name: 'gc', uid: 'gc-uid', namespace: 'default', attempt: 0 } } }, { timeoutMs: 5000 });
+      const deadline = Date.now() + 5000;
+      while (collections() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(collections()).to.equal(1);
+      await unaryCall(client.runtime, 'ListPodSandbox', {}, { timeoutMs: 5000 });
+      await new Promise((r) => setTimeout(r, 700));
+      expect(collections()).to.equal(1);
+      expect((await unaryCall(client.runtime, 'ListPodSandbox', {}, { timeoutMs: 5000 })).items).to.have.length(1);
+    } finally {
+      client.close();
+    }
   });
 });

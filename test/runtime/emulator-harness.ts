@@ -3,6 +3,7 @@ import { composeSpec, withHostname, withMounts, type OciMount } from '../../src/
 import { registerBuiltinCommands } from '../../src/runtime/process/builtin-commands.js';
 import { CommandRegistry, type ExecutionTarget } from '../../src/runtime/process/command-registry.js';
 import { ProcessTable } from '../../src/runtime/process/process-table.js';
+import { ContainerFiles } from '../../src/runtime/process/container-files.js';
 import { SimulatedProcess } from '../../src/runtime/process/simulated-process.js';
 
 export interface RunResult {
@@ -22,7 +23,7 @@ export function testTarget(os: 'linux' | 'windows' = 'linux', mounts: OciMount[]
     user: os === 'windows' ? 'ContainerUser' : 'root',
     platform: {},
     processes: new ProcessTable(),
-    files: new Map([['/etc/hostname', 'web-0\n']]),
+    files: ContainerFiles.of(new Map([['/etc/hostname', 'web-0\n']])),
   };
 }
 

@@ -148,6 +148,68 @@ describe('command emulator', () => {
       expect((await process.exited).exitCode).to.equal(143);
     });
 
+    describe('programs that wait for a signal (untilSignal)', () => {
+      const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+
+      it('pause as PID 1: SIGWINCH and SIGHUP change nothing, SIGTERM prints its shutdown line and exits 0', async () => {
+        const { process, out } = start(['pause'], { init: true });
+        await settle();
+        process.kill('SIGWINCH');
+        process.kill('SIGHUP');
+        await settle();
+        expect(process.hasExited).to.equal(false);
+        process.kill('SIGTERM');
+        expect(await process.exited).to.deep.include({ exitCode: 0 });
+        expect(out.stderr).to.equal('Shutting down, got signal: Terminated\n');
+      });
+
+      it('sleep infinity: 143 on SIGTERM outside PID 1, ignored as PID 1 until SIGKILL (137)', async () => {
+        const plain = start(['sleep', 'infinity']);
+        await settle();
+        plain.process.kill('TERM');
+        expect(await plain.process.exited).to.deep.include({ exitCode: 143, signal: 'SIGTERM' });
+        const init = start(['sleep', 'infinity'], { init: true });
+        await settle();
+        init.process.kill('SIGTERM');
+        await settle();
+        expect(init.process.hasExited).to.equal(false);
+        init.process.kill('SIGKILL');
+        expect(await init.process.exited).to.deep.include({ exitCode: 137, signal: 'SIGKILL' });
+      });
+
+      it('ServiceMonitor prints its start lines, stays in ps, and exits 0 on a stop signal (Windows)', async () => {
+        const target = testTarget('windows');
+        const { process, out } = start(['C:\\ServiceMonitor.exe', 'w3svc'], { target, init: true });
+        await settle();
+        expect(out.stdout).to.equal("\r\n Service 'w3svc' has been stopped\r\n\r\n Service 'w3svc' started\r\n");
+        expect(target.processes.list().map((p) => p.comm)).to.deep.equal(['servicemonitor']);
+        process.kill('SIGINT');
+        expect((await process.exited).exitCode).to.equal(0);
+        expect(target.processes.size).to.equal(0);
+      });
+
+      it('a signal before the program reached its wait is the one it waited for', async () => {
+        const { process, out } = start(['pause'], { init: true });
+        process.kill('SIGINT');
+        expect((await process.exited).exitCode).to.equal(0);
+        expect(out.stderr).to.equal('Shutting down, got signal: Interrupt\n');
+      });
+
+      it('exec into a waiting program (sh -c "exec pause") waits in it; the exit listeners run once', async () => {
+        const { process, out } = start(['sh', '-c', 'echo up; exec pause'], { init: true });
+        await settle();
+        expect(out.stdout).to.equal('up\n');
+        expect(process.comm).to.equal('pause');
+        const seen: number[] = [];
+        process.onExit((exit) => seen.push(exit.exitCode));
+        process.kill('SIGTERM');
+        process.kill('SIGKILL');
+        expect((await process.exited).exitCode).to.equal(0);
+        expect(seen).to.deep.equal([0]);
+        expect(out.stderr).to.equal('Shutting down, got signal: Terminated\n');
+      });
+    });
+
     it('httpd logs its start and shuts down on SIGTERM with 0', async () => {
       const { process, out } = start(['httpd-foreground'], { init: true });
       await new Promise((r) => setTimeout(r, 20));

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { RuntimeError } from '../../src/runtime/errors.js';
 import { IdPrefixIndex } from '../../src/runtime/store/id-index.js';
+import { IdMultiMap } from '../../src/runtime/store/id-multimap.js';
+import { ContainerFiles } from '../../src/runtime/process/container-files.js';
 import { ProcessTable } from '../../src/runtime/process/process-table.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { SandboxState, SandboxStore, type SandboxRecord } from '../../src/runtime/store/sandbox-store.js';
@@ -45,6 +47,50 @@ describe('id prefix index', () => {
     local.delete('aa2');
     expect(local.resolve('aa')).to.equal('aa1');
     expect(local.size).to.equal(1);
+  });
+});
+
+describe('id multimap (label and group indexes)', () => {
+  it('keeps a key with one id as that id and grows and shrinks through a set', () => {
+    const map = new IdMultiMap<string>();
+    expect(map.get('pod=a')).to.equal(undefined);
+    map.add('pod=a', 'c1');
+    map.add('pod=a', 'c1');
+    expect([...(map.get('pod=a') ?? [])]).to.deep.equal(['c1']);
+    map.add('pod=a', 'c2');
+    map.add('pod=a', 'c3');
+    expect([...(map.get('pod=a') ?? [])].sort()).to.deep.equal(['c1', 'c2', 'c3']);
+    expect(map.count('pod=a')).to.equal(3);
+    map.delete('pod=a', 'c2');
+    map.delete('pod=a', 'c1');
+    expect([...(map.get('pod=a') ?? [])]).to.deep.equal(['c3']);
+    map.delete('pod=a', 'nobody');
+    expect(map.count('pod=a')).to.equal(1);
+    map.delete('pod=a', 'c3');
+    expect(map.get('pod=a')).to.equal(undefined);
+    expect(map.count('pod=a')).to.equal(0);
+  });
+});
+
+describe('container files (copy on write over the pod files)', () => {
+  it('reads the pod files, builds them once on first use, and keeps writes to the container', () => {
+    let builds = 0;
+    const pod = { hostname: 'web-0' };
+    const build = (p: typeof pod): Map<string, string> => {
+      builds++;
+      return new Map([['/etc/hostname', `${p.hostname}\n`]]);
+    };
+    const a = ContainerFiles.forPod(pod, build);
+    const b = ContainerFiles.forPod(pod, build);
+    expect(builds).to.equal(0);
+    expect(a.get('/etc/hostname')).to.equal('web-0\n');
+    expect(builds).to.equal(1);
+    a.set('/etc/hostname', 'changed\n').set('/tmp/x', '');
+    expect(a.get('/etc/hostname')).to.equal('changed\n');
+    expect(a.has('/tmp/x')).to.equal(true);
+    expect([...a.keys()]).to.deep.equal(['/etc/hostname', '/tmp/x']);
+    expect(b.get('/etc/hostname')).to.equal('web-0\n');
+    expect(b.has('/tmp/x')).to.equal(false);
   });
 });
 

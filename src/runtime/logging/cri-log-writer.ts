@@ -145,6 +145,16 @@ export class CriLogWriter {
     return this.written;
   }
 
+  /** The container's standard output (CommandIo). */
+  stdout(text: string): void {
+    this.write('stdout', text);
+  }
+
+  /** The container's standard error (CommandIo). */
+  stderr(text: string): void {
+    this.write('stderr', text);
+  }
+
   write(stream: LogStream, text: string): void {
     if (this.closed || text === '') return;
     const now = this.clock.nowNanos();

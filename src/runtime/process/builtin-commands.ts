@@ -1,5 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
-import type { CommandContext, CommandRegistry } from './command-registry.js';
+import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry, type WaitForSignal } from './command-registry.js';
 import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
@@ -206,7 +206,7 @@ function test(ctx: CommandContext, args: string[]): number {
 }
 
 /** `sleep 5`, `sleep 0.5`, `sleep 1m`, `sleep 1 2` (sum), `sleep infinity`. */
-async function sleep(ctx: CommandContext): Promise<number> {
+async function sleep(ctx: CommandContext): Promise<number | WaitForSignal> {
   const args = ctx.argv.slice(1);
   if (args.length === 0) {
     ctx.stderr('sleep: missing operand\n');
@@ -214,10 +214,7 @@ async function sleep(ctx: CommandContext): Promise<number> {
   }
   let total = 0;
   for (const a of args) {
-    if (a === 'infinity' || a === 'inf') {
-      await untilSignalled(ctx);
-      throw new Error('terminated');
-    }
+    if (a === 'infinity' || a === 'inf') return untilSignal();
     const m = /^([0-9]*\.?[0-9]+)([smhd]?)$/.exec(a);
     if (m === null) {
       ctx.stderr(`sleep: invalid number '${a}'\n`);
@@ -247,14 +244,16 @@ async function top(ctx: CommandContext): Promise<number> {
   }
 }
 
-async function pause(ctx: CommandContext): Promise<number> {
-  const signal = await untilSignalled(ctx);
-  if (signal === 'SIGKILL') return 137;
-  ctx.stderr(`Shutting down, got signal: ${signal === 'SIGINT' ? 'Interrupt' : 'Terminated'}\n`);
+function pause(): WaitForSignal {
+  return untilSignal(pauseShutdown);
+}
+
+function pauseShutdown(signal: string, io: CommandIo): number {
+  io.stderr(`Shutting down, got signal: ${signal === 'SIGINT' ? 'Interrupt' : 'Terminated'}\n`);
   return 0;
 }
 
-async function httpd(ctx: CommandContext): Promise<number> {
+function httpd(ctx: CommandContext): WaitForSignal {
   const ip = String(ctx.target.platform['podIp'] ?? '127.0.0.1');
   const stamp = (): string => new Date().toUTCString().replace(',', '');
   const name = "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using " +
@@ -263,23 +262,24 @@ async function httpd(ctx: CommandContext): Promise<number> {
   ctx.stderr(name);
   ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n`);
   ctx.stderr(`[${stamp()}] [core:notice] [pid ${ctx.pid}:tid 140000000000000] AH00094: Command line: 'httpd -D FOREGROUND'\n`);
-  const signal = await untilSignalled(ctx);
-  const graceful = signal === 'SIGWINCH';
-  ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00492: caught ${signal}, shutting down${graceful ? ' gracefully' : ''}\n`);
-  return 0;
+  const pid = ctx.pid;
+  return untilSignal((signal, io) => {
+    const graceful = signal === 'SIGWINCH';
+    io.stderr(`[${stamp()}] [mpm_event:notice] [pid ${pid}:tid 140000000000000] AH00492: caught ${signal}, shutting down${graceful ? ' gracefully' : ''}\n`);
+    return 0;
+  });
 }
 
-async function nginx(ctx: CommandContext): Promise<number> {
+function nginx(ctx: CommandContext): number | WaitForSignal {
   if (ctx.argv.includes('-v')) {
     ctx.stderr('nginx version: nginx/1.14.2\n');
     return 0;
   }
-  await untilSignalled(ctx);
-  return 0;
+  return untilSignal();
 }
 
 /** IIS's ServiceMonitor.exe: starts the watched service and runs until the container stops. */
-async function serviceMonitor(ctx: CommandContext): Promise<number> {
+function serviceMonitor(ctx: CommandContext): number | WaitForSignal {
   const service = ctx.argv[1];
   if (service === undefined) {
     ctx.stderr('ERROR: Service name not specified.\r\n');
@@ -287,8 +287,7 @@ async function serviceMonitor(ctx: CommandContext): Promise<number> {
   }
   ctx.stdout(`\r\n Service '${service}' has been stopped\r\n\r\n`);
   ctx.stdout(` Service '${service}' started\r\n`);
-  await untilSignalled(ctx);
-  return 0;
+  return untilSignal();
 }
 
 /** Windows-style `ping [-t] [-n N] host` (replies every second) or Linux `ping -c N host`. */

@@ -1,4 +1,5 @@
 import type { OciSpec } from '../oci/spec.js';
+import type { ContainerFiles } from './container-files.js';
 import type { ProcessTable } from './process-table.js';
 
 /**
@@ -19,7 +20,7 @@ export interface ExecutionTarget {
   /** Every process of the container (its PID namespace), for `ps`, `pgrep`, `tasklist`. */
   processes: ProcessTable;
   /** Files private to the container (`/etc/hostname`, `/etc/resolv.conf`, files written by `>`). */
-  files: Map<string, string>;
+  files: ContainerFiles;
 }
 
 export interface CommandIo {
@@ -57,8 +58,32 @@ export interface CommandContext extends CommandIo {
 export const COMMAND_NOT_FOUND = Symbol('command not found');
 export type CommandNotFound = typeof COMMAND_NOT_FOUND;
 
-/** A command's implementation: resolves with the exit code. */
-export type CommandHandler = (ctx: CommandContext) => Promise<number> | number;
+/**
+ * What a handler returns to keep its process running until a signal ends it, without a pending
+ * promise, timer or listener of its own (see `untilSignal`). Tens of thousands of idle container
+ * processes (`pause`, `ServiceMonitor w3svc`, `sleep infinity`) then cost a few fields each.
+ */
+export class WaitForSignal {
+  constructor(
+    /**
+     * Called once with a signal the command traps (CommandOptions.traps); gives the exit code.
+     * Other signals end the process as the kernel would (128+n, or ignored where Linux ignores
+     * them). Its output goes to the process's stdout/stderr.
+     */
+    readonly onSignal: (signal: string, io: CommandIo) => number,
+  ) {}
+}
+
+/** The handler's last step: run until signalled (`onSignal` as in WaitForSignal; default exit 0). */
+export function untilSignal(onSignal: (signal: string, io: CommandIo) => number = exitZero): WaitForSignal {
+  return onSignal === exitZero ? WAIT_EXIT_ZERO : new WaitForSignal(onSignal);
+}
+
+const exitZero = (): number => 0;
+const WAIT_EXIT_ZERO = new WaitForSignal(exitZero);
+
+/** A command's implementation: resolves with the exit code, or waits for a signal (untilSignal). */
+export type CommandHandler = (ctx: CommandContext) => Promise<number | WaitForSignal> | number | WaitForSignal;
 
 export interface CommandOptions {
   /**

@@ -33,3 +33,54 @@ export function writeRefused(target: ExecutionTarget, path: string): boolean {
   if (mount !== undefined) return mount.readonly;
   return target.ociSpec.root.readonly === true;
 }
+
+/**
+ * The files private to a container: what the runtime bind-mounts from the pod (`/etc/hosts`,
+ * `/etc/resolv.conf`, …), shared by every container of the pod and built on first use, plus what
+ * the container's own processes wrote (created with the first write). A container nobody execs
+ * into holds neither.
+ */
+export class ContainerFiles {
+  private base: ReadonlyMap<string, string> | undefined;
+  private own: Map<string, string> | undefined;
+
+  private constructor(
+    private readonly pod: object,
+    private readonly podFiles: (pod: object) => ReadonlyMap<string, string>,
+  ) {}
+
+  /** `podFiles(pod)` gives the pod's files: called on first use (module-level, not a closure per container). */
+  static forPod<S extends object>(pod: S, podFiles: (pod: S) => ReadonlyMap<string, string>): ContainerFiles {
+    return new ContainerFiles(pod, podFiles as (pod: object) => ReadonlyMap<string, string>);
+  }
+
+  /** Files of a container of no pod (tests, tools): the given map as the pod's files. */
+  static of(files: ReadonlyMap<string, string> = new Map()): ContainerFiles {
+    return ContainerFiles.forPod(files, (map) => map);
+  }
+
+  get(path: string): string | undefined {
+    const written = this.own?.get(path);
+    return written !== undefined ? written : this.podMap().get(path);
+  }
+
+  has(path: string): boolean {
+    return this.own?.has(path) === true || this.podMap().has(path);
+  }
+
+  set(path: string, content: string): this {
+    (this.own ??= new Map()).set(path, content);
+    return this;
+  }
+
+  /** Every path, the pod's first. */
+  keys(): IterableIterator<string> {
+    const own = this.own;
+    if (own === undefined) return this.podMap().keys();
+    return new Set([...this.podMap().keys(), ...own.keys()]).values();
+  }
+
+  private podMap(): ReadonlyMap<string, string> {
+    return (this.base ??= this.podFiles(this.pod));
+  }
+}

@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { containerPath, writeRefused } from './container-files.js';
-import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
+import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 
 /**
  * A small POSIX shell for the command emulator: what container commands and critest use —
@@ -676,7 +676,9 @@ class ShellInterpreter {
     const registered = this.registry.lookup(program);
     if (registered?.options.shellBuiltin === true) {
       const builtinCtx: CommandContext = { ...this.ctx, argv, env: this.exportedEnv(assigned), stdin: io.stdin, stdout: io.stdout, stderr: io.stderr };
-      return registered.handler(builtinCtx);
+      const result = await registered.handler(builtinCtx);
+      if (result instanceof WaitForSignal) throw new Error(`shell builtin ${program} cannot wait for a signal`);
+      return result;
     }
     const code = await this.ctx.spawn(argv, { stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, env: this.exportedEnv(assigned) });
     if (code === COMMAND_NOT_FOUND) return this.fail(io, `${program}: not found`, 127);

@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
 import {
   COMMAND_NOT_FOUND,
+  WaitForSignal,
   type CommandContext,
   type CommandIo,
   type CommandNotFound,
@@ -9,7 +10,7 @@ import {
   type ExecutionTarget,
   type RegisteredCommand,
 } from './command-registry.js';
-import type { ProcessEntry } from './process-table.js';
+import type { ProcessEntry, ProcessTable } from './process-table.js';
 import { ignoredByDefault, normaliseSignal, signalNumber } from './signals.js';
 
 export interface ProcessExit {
@@ -40,55 +41,75 @@ export class CommandNotFoundError extends Error {
   }
 }
 
+/** What the handler of a running process may use; dropped once it waits for a signal or exits. */
+interface Running {
+  readonly options: StartOptions;
+  readonly abort: AbortController;
+  readonly onParentAbort?: () => void;
+}
+
+/** A process whose program returned `untilSignal(…)`: only what the signal needs is kept. */
+interface Waiting {
+  readonly wait: WaitForSignal;
+  readonly io: CommandIo;
+}
+
+/** runCommand's answer when the program now waits for a signal (the process keeps running). */
+const WAITS = Symbol('waits for a signal');
+
 /**
  * A simulated process: a registered command run as a promise, with a pid in the container's
- * process table, signals delivered through an AbortSignal, and a real exit code and finish time.
- * SIGKILL ends it at once, whatever its handler does.
+ * process table (it is its own `ps` entry), signals delivered through an AbortSignal while its
+ * handler runs, and a real exit code and finish time. SIGKILL ends it at once, whatever its
+ * handler does.
+ *
+ * A program that ends its handler with `untilSignal(…)` (pause, `sleep infinity`, IIS's
+ * ServiceMonitor) keeps running with no promise, timer, listener or context of its own: an idle
+ * container costs this object and its table entry. The next signal is handled here, with Linux
+ * semantics (trapped: the program's `onSignal`; otherwise 128+n, or ignored where Linux ignores it).
  */
-export class SimulatedProcess {
+export class SimulatedProcess implements ProcessEntry {
   readonly pid: number;
-  readonly argv: readonly string[];
+  readonly group: string;
   readonly startedAtNanos: bigint;
-  /** Settles exactly once, when the process has exited. Never rejects. */
-  readonly exited: Promise<ProcessExit>;
+  argv: readonly string[];
+  comm: string;
+  cpuLoad: number;
+  title?: string;
+  private command: RegisteredCommand;
+  private running: Running | undefined;
+  private waiting: Waiting | undefined;
   private exitInfo: ProcessExit | undefined;
-  private readonly abort = new AbortController();
-  private resolveKilled!: (code: number) => void;
-  private readonly entry: ProcessEntry;
+  private exitPromise: Promise<ProcessExit> | undefined;
+  private exitListeners: ((exit: ProcessExit) => void)[] | undefined;
+  private readonly linuxInit: boolean;
+  private readonly os: 'linux' | 'windows';
+  private readonly processes: ProcessTable;
+  private readonly clock: Clock;
 
-  private constructor(private command: RegisteredCommand, private readonly options: StartOptions) {
+  private constructor(command: RegisteredCommand, options: StartOptions) {
     const { target, clock } = options;
+    this.command = command;
     this.argv = options.argv;
+    this.comm = command.name;
+    this.cpuLoad = command.options.cpuLoad ?? 0.001;
+    this.group = target.containerId;
+    this.processes = target.processes;
+    this.clock = clock;
+    this.os = target.os;
+    // PID 1 of a Linux container gets no default signal actions; Windows has no such rule
+    // (containerd's stop on Windows shuts the container's processes down).
+    this.linuxInit = options.init === true && target.os === 'linux';
     this.pid = target.processes.allocatePid();
     this.startedAtNanos = clock.nowNanos();
-    const killed = new Promise<number>((resolve) => {
-      this.resolveKilled = resolve;
-    });
+    const title = command.options.processTitle?.(this.argv);
+    if (title !== undefined) this.title = title;
     // Only children have a parent to die with; a container's init process gets no listener.
     const onParentAbort = options.parentSignal === undefined ? undefined : (): void => this.kill('SIGKILL');
     if (onParentAbort !== undefined) options.parentSignal?.addEventListener('abort', onParentAbort, { once: true });
-    this.entry = {
-      pid: this.pid,
-      comm: command.name,
-      argv: this.argv,
-      startedAtNanos: this.startedAtNanos,
-      cpuLoad: command.options.cpuLoad ?? 0.001,
-      group: target.containerId,
-      kill: (signal) => this.kill(signal),
-    };
-    const title = command.options.processTitle?.(this.argv);
-    if (title !== undefined) this.entry.title = title;
-    target.processes.add(this.entry);
-    const run = this.run();
-    this.exited = Promise.race([run, killed]).then((exitCode) => {
-      if (onParentAbort !== undefined) options.parentSignal?.removeEventListener('abort', onParentAbort);
-      target.processes.remove(this.pid);
-      const reason = this.abort.signal.aborted ? String(this.abort.signal.reason) : undefined;
-      const info: ProcessExit = { exitCode, finishedAtNanos: clock.nowNanos() };
-      if (reason !== undefined && exitCode === 128 + signalNumber(reason)) info.signal = reason;
-      this.exitInfo = info;
-      return info;
-    });
+    this.running = { options, abort: new AbortController(), ...(onParentAbort === undefined ? {} : { onParentAbort }) };
+    target.processes.add(this);
+    void this.run();
   }
 
   /** Starts argv; throws CommandNotFoundError when no such command is registered. */
@@ -100,9 +121,21 @@ export class SimulatedProcess {
     return new SimulatedProcess(command, options);
   }
 
-  /** Nominal CPU load of the program running now, in cores. */
-  get cpuLoad(): number {
-    return this.entry.cpuLoad;
+  /** Settles exactly once, when the process has exited. Never rejects. */
+  get exited(): Promise<ProcessExit> {
+    if (this.exitPromise === undefined) {
+      this.exitPromise = this.exitInfo !== undefined ? Promise.resolve(this.exitInfo) : new Promise((resolve) => this.onExit(resolve));
+    }
+    return this.exitPromise;
+  }
+
+  /** Calls listener once with the exit (at once if the process has exited already). */
+  onExit(listener: (exit: ProcessExit) => void): void {
+    if (this.exitInfo !== undefined) {
+      listener(this.exitInfo);
+      return;
+    }
+    (this.exitListeners ??= []).push(listener);
   }
 
   get hasExited(): boolean {
@@ -115,37 +148,79 @@ export class SimulatedProcess {
 
   /** Delivers a signal with Linux semantics (see CommandOptions.traps). */
   kill(signalName: string): void {
-    if (this.exitInfo !== undefined || this.abort.signal.aborted) {
-      if (normaliseSignal(signalName) === 'SIGKILL') this.resolveKilled(137);
-      return;
-    }
+    if (this.exitInfo !== undefined) return;
     const signal = normaliseSignal(signalName);
-    if (signal === 'SIGKILL' || signal === 'SIGSTOP') {
-      if (signal === 'SIGSTOP') return;
-      this.abort.abort('SIGKILL');
-      this.resolveKilled(137);
+    const abort = this.running?.abort;
+    if (signal === 'SIGKILL') {
+      abort?.abort('SIGKILL');
+      this.finish(137, 'SIGKILL');
       return;
     }
-    const traps = this.command.options.traps ?? [];
-    if (traps.includes(signal)) {
-      this.abort.abort(signal);
+    // A handler already told of a signal decides its exit; only SIGKILL overrides it.
+    if (signal === 'SIGSTOP' || abort?.signal.aborted === true) return;
+    const trapped = this.command.options.traps?.includes(signal) === true;
+    if (!trapped && (this.linuxInit || ignoredByDefault(signal))) return;
+    const waiting = this.waiting;
+    if (waiting !== undefined) {
+      this.waiting = undefined;
+      if (!trapped) {
+        this.finish(128 + signalNumber(signal), signal);
+        return;
+      }
+      let code: number;
+      try {
+        code = normaliseExitCode(waiting.wait.onSignal(signal, waiting.io), this.os);
+      } catch (err) {
+        waiting.io.stderr(`${this.command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
+        code = 1;
+      }
+      this.finish(code, code === 128 + signalNumber(signal) ? signal : undefined);
       return;
     }
-    // PID 1 of a Linux container gets no default signal actions; Windows has no such rule
-    // (containerd's stop on Windows shuts the container's processes down).
-    if ((this.options.init === true && this.options.target.os === 'linux') || ignoredByDefault(signal)) return;
-    this.abort.abort(signal);
+    abort?.abort(signal);
   }
 
-  private async run(): Promise<number> {
+  private finish(exitCode: number, signal?: string): void {
+    if (this.exitInfo !== undefined) return;
+    const running = this.running;
+    if (running?.onParentAbort !== undefined) running.options.parentSignal?.removeEventListener('abort', running.onParentAbort);
+    this.running = undefined;
+    this.waiting = undefined;
+    this.processes.remove(this.pid);
+    const info: ProcessExit = { exitCode, finishedAtNanos: this.clock.nowNanos() };
+    if (signal !== undefined && exitCode === 128 + signalNumber(signal)) info.signal = signal;
+    this.exitInfo = info;
+    const listeners = this.exitListeners;
+    this.exitListeners = undefined;
+    for (const listener of listeners ?? []) listener(info);
+  }
+
+  private async run(): Promise<void> {
+    const running = this.running;
+    if (running === undefined) return;
     // Let the caller finish wiring (stores, listeners) before the command's first output.
     await Promise.resolve();
-    return this.runCommand(this.command, this.options.argv, this.options.io, this.options.env);
+    const { options, abort } = running;
+    let outcome: number | typeof WAITS;
+    try {
+      outcome = await this.runCommand(this.command, options.argv, options.io, options.env, running);
+    } catch (err) {
+      // runCommand answers every handler error itself; this is a defect of the emulator.
+      options.io.stderr(`${this.command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
+      outcome = 1;
+    }
+    if (outcome !== WAITS) this.finish(outcome, abort.signal.aborted ? String(abort.signal.reason) : undefined);
   }
 
-  private async runCommand(command: RegisteredCommand, argv: readonly string[], io: CommandIo, env: Map<string, string>): Promise<number> {
-    const { options } = this;
-    const signal = this.abort.signal;
+  private async runCommand(
+    command: RegisteredCommand,
+    argv: readonly string[],
+    io: CommandIo,
+    env: Map<string, string>,
+    running: Running,
+  ): Promise<number | typeof WAITS> {
+    const { options, abort } = running;
+    const signal = abort.signal;
     const ctx: CommandContext = {
       argv,
       env,
@@ -160,25 +235,29 @@ export class SimulatedProcess {
         if (this.exitInfo === undefined) io.stderr(text);
       },
       sleep: (ms) => delay(Math.max(0, ms), undefined, { signal }),
-      spawn: (childArgv, childIo) => this.spawnChild(childArgv, childIo),
+      spawn: (childArgv, childIo) => this.spawnChild(childArgv, childIo, running),
       exec: async (newArgv, newIo) => {
         const program = newArgv[0];
         const next = program === undefined ? undefined : options.registry.lookup(program);
         if (next === undefined) return COMMAND_NOT_FOUND;
         this.command = next;
-        this.entry.comm = next.name;
-        this.entry.argv = newArgv;
-        this.entry.cpuLoad = next.options.cpuLoad ?? 0.001;
+        this.comm = next.name;
+        this.argv = newArgv;
+        this.cpuLoad = next.options.cpuLoad ?? 0.001;
         const title = next.options.processTitle?.(newArgv);
-        if (title === undefined) delete this.entry.title;
-        else this.entry.title = title;
-        return this.runCommand(next, newArgv, newIo ?? io, newIo?.env ?? env);
+        if (title === undefined) delete this.title;
+        else this.title = title;
+        const outcome = await this.runCommand(next, newArgv, newIo ?? io, newIo?.env ?? env, running);
+        // The new program waits for a signal: the caller (the program exec replaced) never
+        // resumes, and its frames are garbage once nothing waits on them.
+        return outcome === WAITS ? new Promise<never>(() => undefined) : outcome;
       },
     };
     try {
-      const code = await command.handler(ctx);
-      if (signal.aborted && code === undefined) return 128 + signalNumber(String(signal.reason));
-      return normaliseExitCode(code, options.target.os);
+      const result = await command.handler(ctx);
+      if (result instanceof WaitForSignal) return this.startWaiting(result, io, signal);
+      if (signal.aborted && result === undefined) return 128 + signalNumber(String(signal.reason));
+      return normaliseExitCode(result, this.os);
     } catch (err) {
       if (signal.aborted) return 128 + signalNumber(String(signal.reason));
       ctx.stderr(`${command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -186,18 +265,43 @@ export class SimulatedProcess {
     }
   }
 
-  private async spawnChild(argv: readonly string[], io: CommandIo & { stdin?: string; env?: Map<string, string> }): Promise<number | CommandNotFound> {
-    if (this.abort.signal.aborted) throw abortError(this.abort.signal);
+  /** The program returned untilSignal(…): keep only what the signal needs. */
+  private startWaiting(wait: WaitForSignal, io: CommandIo, signal: AbortSignal): number | typeof WAITS {
+    if (this.exitInfo !== undefined) return this.exitInfo.exitCode;
+    if (signal.aborted) {
+      // A signal arrived while the handler still ran: it is the one the program waited for.
+      const reason = String(signal.reason);
+      if (this.command.options.traps?.includes(reason) !== true) return 128 + signalNumber(reason);
+      return normaliseExitCode(wait.onSignal(reason, io), this.os);
+    }
+    const running = this.running;
+    if (running?.onParentAbort !== undefined) {
+      // A child keeps its parent's lifetime: the listener stays, the rest goes.
+      this.running = { options: running.options, abort: running.abort, onParentAbort: running.onParentAbort };
+    } else {
+      this.running = undefined;
+    }
+    this.waiting = { wait, io };
+    return WAITS;
+  }
+
+  private async spawnChild(
+    argv: readonly string[],
+    io: CommandIo & { stdin?: string; env?: Map<string, string> },
+    running: Running,
+  ): Promise<number | CommandNotFound> {
+    const { options, abort } = running;
+    if (abort.signal.aborted) throw abortError(abort.signal);
     let child: SimulatedProcess;
     try {
       const childOptions: StartOptions = {
-        registry: this.options.registry,
-        clock: this.options.clock,
-        target: this.options.target,
+        registry: options.registry,
+        clock: options.clock,
+        target: options.target,
         argv,
-        env: io.env ?? this.options.env,
+        env: io.env ?? options.env,
         io,
-        parentSignal: this.abort.signal,
+        parentSignal: abort.signal,
       };
       if (io.stdin !== undefined) childOptions.stdin = io.stdin;
       child = SimulatedProcess.start(childOptions);
@@ -206,7 +310,7 @@ export class SimulatedProcess {
       throw err;
     }
     const exit = await child.exited;
-    if (this.abort.signal.aborted) throw abortError(this.abort.signal);
+    if (abort.signal.aborted) throw abortError(abort.signal);
     return exit.exitCode;
   }
 }

@@ -4,6 +4,7 @@ import type { ContainerResources } from '../../generated/runtime/v1/ContainerRes
 import type { ImageConfig } from '../images/catalogue.js';
 import type { CriLogWriter } from '../logging/cri-log-writer.js';
 import type { OciSpec } from '../oci/spec.js';
+import type { ContainerFiles } from '../process/container-files.js';
 import { ProcessTable } from '../process/process-table.js';
 import type { SimulatedProcess } from '../process/simulated-process.js';
 import { NameRegistry, RecordStore } from './record-store.js';
@@ -34,8 +35,8 @@ export interface ContainerStatusData {
 export interface ContainerLive {
   process?: SimulatedProcess;
   logWriter?: CriLogWriter;
-  /** Exec processes running now, to kill them when the container stops. */
-  execs: Set<SimulatedProcess>;
+  /** Exec processes running now, to kill them when the container stops (created with the first). */
+  execs?: Set<SimulatedProcess>;
   /** CPU time of finished exec processes, nanoseconds. */
   execCpuNanos: bigint;
   /** Settles once the init process exited and the container is EXITED with its log flushed. */
@@ -74,7 +75,7 @@ export interface ContainerRecord {
   readonly processes: ProcessTable;
   /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
   readonly sharesPodPid: boolean;
-  readonly files: Map<string, string>;
+  readonly files: ContainerFiles;
   readonly live: ContainerLive;
   status: ContainerStatusData;
 }
@@ -101,7 +102,7 @@ export function initialContainerStatus(): ContainerStatusData {
 }
 
 export function newContainerLive(): ContainerLive {
-  return { execs: new Set(), execCpuNanos: 0n };
+  return { execCpuNanos: 0n };
 }
 
 export { ProcessTable };

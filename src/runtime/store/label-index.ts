@@ -1,40 +1,34 @@
+import { IdMultiMap } from './id-multimap.js';
+
 /**
  * Index from `key=value` label pairs to record ids, so a CRI label_selector (every pair must
  * match exactly) starts from the smallest matching set instead of scanning every record.
  */
 export class LabelIndex {
-  private readonly byPair = new Map<string, Set<string>>();
+  private readonly byPair = new IdMultiMap<string>();
 
   add(id: string, labels: Record<string, string>): void {
-    for (const [k, v] of Object.entries(labels)) {
-      const key = pairKey(k, v);
-      let set = this.byPair.get(key);
-      if (set === undefined) {
-        set = new Set();
-        this.byPair.set(key, set);
-      }
-      set.add(id);
-    }
+    for (const k in labels) this.byPair.add(pairKey(k, labels[k] as string), id);
   }
 
   delete(id: string, labels: Record<string, string>): void {
-    for (const [k, v] of Object.entries(labels)) {
-      const key = pairKey(k, v);
-      const set = this.byPair.get(key);
-      if (set === undefined) continue;
-      set.delete(id);
-      if (set.size === 0) this.byPair.delete(key);
-    }
+    for (const k in labels) this.byPair.delete(pairKey(k, labels[k] as string), id);
   }
 
   /** Ids carrying one pair of the selector (the rarest one); the caller checks the rest. */
   candidates(selector: Record<string, string>): ReadonlySet<string> | undefined {
-    let best: ReadonlySet<string> | undefined;
+    let bestKey: string | undefined;
+    let bestCount = Infinity;
     for (const [k, v] of Object.entries(selector)) {
-      const set = this.byPair.get(pairKey(k, v)) ?? EMPTY;
-      if (best === undefined || set.size < best.size) best = set;
+      const key = pairKey(k, v);
+      const count = this.byPair.count(key);
+      if (count < bestCount) {
+        bestKey = key;
+        bestCount = count;
+      }
     }
-    return best;
+    if (bestKey === undefined) return undefined;
+    return this.byPair.get(bestKey) ?? EMPTY;
   }
 }
 

@@ -1,5 +1,6 @@
 import { RuntimeError } from '../errors.js';
 import { IdPrefixIndex } from './id-index.js';
+import { IdMultiMap } from './id-multimap.js';
 import { LabelIndex, matchesLabels } from './label-index.js';
 
 /** What every stored record has: an id, immutable labels, and a status with a state. */
@@ -37,8 +38,8 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   private readonly views = new WeakMap<R, V>();
   private readonly prefixes: IdPrefixIndex;
   private readonly labels = new LabelIndex();
-  private readonly byState = new Map<number, Set<string>>();
-  private readonly byGroup = new Map<string, Set<string>>();
+  private readonly byState = new IdMultiMap<number>();
+  private readonly byGroup = new IdMultiMap<string>();
   private readonly listeners = new Set<(change: StatusChange<R, S>) => void>();
 
   constructor(
@@ -59,9 +60,9 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
     this.byId.set(record.id, record);
     this.prefixes.add(record.id);
     this.labels.add(record.id, record.labels);
-    this.setIndex(this.byState, record.status.state, record.id);
+    this.byState.add(record.status.state, record.id);
     const group = this.groupOf(record);
-    if (group !== undefined) this.setIndex(this.byGroup, group, record.id);
+    if (group !== undefined) this.byGroup.add(group, record.id);
   }
 
   delete(id: string): R | undefined {
@@ -71,9 +72,9 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
     this.views.delete(record);
     this.prefixes.delete(id);
     this.labels.delete(id, record.labels);
-    this.unsetIndex(this.byState, record.status.state, id);
+    this.byState.delete(record.status.state, id);
     const group = this.groupOf(record);
-    if (group !== undefined) this.unsetIndex(this.byGroup, group, id);
+    if (group !== undefined) this.byGroup.delete(group, id);
     return record;
   }
 
@@ -171,8 +172,8 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
           `${this.kind} ${id} cannot go from ${this.stateName(previous.state)} to ${this.stateName(next.state)}`,
         );
       }
-      this.unsetIndex(this.byState, previous.state, id);
-      this.setIndex(this.byState, next.state, id);
+      this.byState.delete(previous.state, id);
+      this.byState.add(next.state, id);
     }
     record.status = next;
     // The list view shows the status: the next list builds (and the edge encodes) it anew.
@@ -189,22 +190,6 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
 
   all(): IterableIterator<R> {
     return this.byId.values();
-  }
-
-  private setIndex<K>(index: Map<K, Set<string>>, key: K, id: string): void {
-    let set = index.get(key);
-    if (set === undefined) {
-      set = new Set();
-      index.set(key, set);
-    }
-    set.add(id);
-  }
-
-  private unsetIndex<K>(index: Map<K, Set<string>>, key: K, id: string): void {
-    const set = index.get(key);
-    if (set === undefined) return;
-    set.delete(id);
-    if (set.size === 0) index.delete(key);
   }
 }
 

@@ -9,6 +9,7 @@ import {
 } from '../../../src/runtime/windows/identity-command-registration.js';
 import { defaultNodeDirectory } from '../../../src/runtime/windows/node-directory.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './kep-example.js';
+import { ContainerFiles } from '../../../src/runtime/process/container-files.js';
 
 /** Just enough of a CommandContext for synchronous identity commands. */
 function context(argv: string[], os: 'linux' | 'windows', platform: Record<string, unknown>) {
@@ -19,7 +20,7 @@ function context(argv: string[], os: 'linux' | 'windows', platform: Record<strin
     stdin: '',
     pid: 1,
     signal: new AbortController().signal,
-    target: { containerId: 'c1', sandboxId: 's1', os, hostname: 'pod-a', user: 'root', platform, files: new Map() },
+    target: { containerId: 'c1', sandboxId: 's1', os, hostname: 'pod-a', user: 'root', platform, files: ContainerFiles.of() },
     stdout: (t: string) => (out.stdout += t),
     stderr: (t: string) => (out.stderr += t),
   } as unknown as CommandContext;
