@@ -98,6 +98,8 @@ export interface BenchReport {
       step?: { sandboxesAdded: number; bytesPerSandbox: number | null; containersAdded: number; bytesPerRunningContainer: number | null };
     }[];
   };
+  /** Creating a file (open O_CREAT + close) in the log directory, before and after the lifecycle runs. */
+  disk?: { fileCreateBefore: LatencySummary; fileCreateAfter?: LatencySummary };
   lifecycle: LifecycleComparison[];
   lists: ListComparison[];
   kubelet: unknown;

@@ -6,13 +6,14 @@
  *   node dist/bench/run.js [--quick] [--seconds 6] [--concurrency 1,16,64]
  *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--scenarios gmsa,plain] [--skip-lists] [--kubelet-sizes 100,1000] [--skip-kubelet] [--cpu-prof] [--metrics] [--runtime-log-level L] [--out DIR] [--cli PATH]
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
+import { measureFileCreates } from './disk.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
 import { runConcurrently } from './runner.js';
 import { startRuntime, type RuntimeProcess } from './runtime-process.js';
@@ -134,6 +135,8 @@ function parseSettings(argv: string[]): Settings {
 
 const CALL = { timeoutMs: 15000 };
 const CRICTL_SAMPLES = 5;
+/** File creations timed in the log directory before and after the lifecycle runs. */
+const DISK_SAMPLES = 300;
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -353,6 +356,10 @@ async function main(): Promise<void> {
     };
 
     if (settings.lifecycle) {
+      // What the disk itself costs the runtime's file creations (log files, credential specs).
+      mkdirSync(logRoot, { recursive: true });
+      report.disk = { fileCreateBefore: await measureFileCreates(logRoot, DISK_SAMPLES) };
+      log(`disk: creating a file in the log directory p50 ${fmt(report.disk.fileCreateBefore.p50)} p99 ${fmt(report.disk.fileCreateBefore.p99)} ms`);
       // Warm both sides (JIT, connection, image cache) before anything is timed.
       for (const [cri, target] of [[ours, 'runtime'], [base, 'floor']] as const) {
         const warm = new LatencyRecorder();
@@ -383,6 +390,11 @@ async function main(): Promise<void> {
           if (r.errors.length > 0) log(`  runtime errors: ${r.errors.join(' | ')}`);
         }
       }
+    }
+
+    if (report.disk !== undefined) {
+      report.disk.fileCreateAfter = await measureFileCreates(logRoot, DISK_SAMPLES);
+      log(`disk: creating a file in the log directory p50 ${fmt(report.disk.fileCreateAfter.p50)} p99 ${fmt(report.disk.fileCreateAfter.p99)} ms (after the lifecycle runs)`);
     }
 
     const lifecycleMetricsUrl = runtime.metricsUrl();

@@ -27,14 +27,12 @@ import {
   type OciSpec,
 } from './oci/spec.js';
 import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
+import type { CredentialSpecDocument } from './windows/credential-spec.js';
+import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
-import {
-  initialContainerStatus,
-  newContainerLive,
-  ProcessTable,
-  type ContainerRecord,
-} from './store/container-store.js';
+import { ContainerRecord, ProcessTable, type ContainerDerivation } from './store/container-store.js';
+import { RecentCache } from './store/recent-cache.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import { validateLinuxContainerSecurity } from './validation/container-security.js';
 
@@ -147,6 +145,50 @@ export function buildContainerSpec(
   );
 }
 
+/** How many recently used containers keep their derived config and spec. */
+const DERIVED_CACHE_SIZE = 256;
+const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
+
+/**
+ * The config and OCI spec of a container, derived from what the record keeps: the config from
+ * its key list, its values as JSON and the fields the record has of its own; the spec composed
+ * again as at create, with the resources UpdateContainerResources set and the credential spec
+ * HCS validated at start.
+ */
+export const containerDerivation: ContainerDerivation = (() => {
+  const configs = new RecentCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
+  const specs = new RecentCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
+  const deriveConfig = (r: ContainerRecord): ContainerConfig__Output => {
+    const values = JSON.parse(r.configValues) as unknown[];
+    const config: Record<string, unknown> = {};
+    r.configKeys.forEach((key, i) => {
+      config[key] = values[i];
+    });
+    config['labels'] = r.labels;
+    config['annotations'] = r.annotations;
+    config['metadata'] = r.metadata;
+    config['image'] = r.imageSpec;
+    return config as unknown as ContainerConfig__Output;
+  };
+  const deriveSpec = (r: ContainerRecord): OciSpec => {
+    const spec = buildContainerSpec(r.os, configs.get(r, deriveConfig), r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp);
+    const resources = r.resources;
+    withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
+    withWindowsResources(resources?.windows ? { ...resources.windows } : undefined)(spec);
+    if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(JSON.parse(r.credentialSpec) as CredentialSpecDocument));
+    return spec;
+  };
+  return {
+    config: (record) => configs.get(record, deriveConfig),
+    spec: (record) => specs.get(record, deriveSpec),
+    files: (record) => ContainerFiles.forPod(record.sandbox, sandboxFiles),
+    forget: (record) => {
+      configs.delete(record);
+      specs.delete(record);
+    },
+  };
+})();
+
 /**
  * CreateContainer: checks the request, the sandbox and the image, reserves the name, composes the
  * OCI spec and records a CREATED container. Nothing is left behind when any step fails.
@@ -180,14 +222,16 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
   try {
     const id = newId();
     const meta = sandbox.config.metadata;
-    const name = `${config.metadata.name}_${meta?.name ?? ''}_${meta?.namespace ?? ''}_${meta?.uid ?? ''}_${config.metadata.attempt}`;
+    // join makes one flat string (a template literal leaves a tree of parts the record would keep).
+    const name = [config.metadata.name, meta?.name ?? '', meta?.namespace ?? '', meta?.uid ?? '', config.metadata.attempt].join('_');
     ctx.containers.names.reserve(name, id);
     cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
 
     const os = image.config.os;
     // Windows: the dockershim layer hands the credential spec over (removed again by `cleanup`
     // if anything below fails).
-    const securityOptions = os === 'windows' ? await stageCredentialSpec(ctx, config, id, cleanup) : [];
+    const staged = os === 'windows' ? await stageCredentialSpec(ctx, config, id, cleanup) : [];
+    const securityOptions = staged.length === 0 ? (EMPTY_STRINGS as string[]) : staged;
     // CRI NamespaceMode POD (0, also when unset) joins the pod's PID namespace on Linux, as
     // containerd does; the kubelet sends CONTAINER unless the pod shares its process namespace.
     const pidMode = config.linux?.security_context?.namespace_options?.pid ?? 0;
@@ -195,13 +239,11 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     const logPath = config.log_path === ''
       ? join(ctx.settings.stateDir, 'containers', id, 'container.log')
       : isAbsolute(config.log_path) ? config.log_path : join(sandbox.logDirectory, config.log_path);
-    const record: ContainerRecord = {
+    const record = new ContainerRecord({
       id,
-      sandboxId: sandbox.id,
+      sandbox,
       name,
       config,
-      labels: config.labels,
-      annotations: config.annotations,
       imageName,
       imageId: image.id,
       imageRef: image.repoDigests[0] ?? image.id,
@@ -210,19 +252,25 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       createdAtNanos: ctx.clock.nowNanos(),
       logPath,
       runtimeOwnedLog: config.log_path === '',
-      ociSpec: buildContainerSpec(os, config, image.config, sandbox, args, id, seccomp),
+      args,
+      seccomp,
       securityOptions,
-      platform: {},
       user: effectiveUser(os, config, image.config),
       resources: config.linux?.resources || config.windows?.resources
         ? { linux: config.linux?.resources ?? null, windows: config.windows?.resources ?? null }
         : null,
       processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
-      files: ContainerFiles.forPod(sandbox, sandboxFiles),
-      live: newContainerLive(),
-      status: initialContainerStatus(),
-    };
+      derive: containerDerivation,
+    });
+    // Composed now, so a config the spec cannot take fails CreateContainer (and the spec is
+    // cached for the start that usually follows).
+    try {
+      void record.ociSpec;
+    } catch (err) {
+      record.specChanged();
+      throw err;
+    }
     ctx.containers.add(record);
     cleanup.dismiss();
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');

@@ -34,6 +34,7 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
     });
   }
   if (ctx.containers.delete(container.id) === undefined) return;
+  container.specChanged();
   if (container.securityOptions.length > 0) await reportCredentialSpecLeaks(ctx);
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });

@@ -3,8 +3,6 @@ import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity } from './windows/container-identity.js';
 import { parseCredentialSpec } from './windows/credential-spec.js';
-import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
-import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
 /**
@@ -26,7 +24,9 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   });
   windows.checkFault('credential-spec-validate', id);
   const document = credentialSpec === undefined ? undefined : parseCredentialSpec(credentialSpec);
-  applyWindowsSpecOpts(container.ociSpec, withWindowsCredentialSpec(document));
+  // The spec shows the document HCS accepted as windows.credentialSpec (derived from the record).
+  container.credentialSpec = credentialSpec;
+  container.specChanged();
 
   windows.checkFault('identity', id);
   const decision = evaluateContainerIdentity(
@@ -40,15 +40,15 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   );
   const startError = identityStartError(decision);
   if (startError !== undefined) throw startError;
-  container.platform[WINDOWS_IDENTITY_KEY] = decision.identity;
+
+  container.windowsIdentity = decision.identity;
   container.user = decision.identity.userName;
   windows.checkFault('process-start', id);
 }
 
 /** The identity a started Windows container runs with, if it has one. */
 export function windowsIdentity(container: ContainerRecord): ContainerIdentity | undefined {
-  const identity = container.platform[WINDOWS_IDENTITY_KEY];
-  return typeof identity === 'object' && identity !== null ? (identity as ContainerIdentity) : undefined;
+  return container.windowsIdentity;
 }
 
 /**

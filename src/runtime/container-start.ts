@@ -42,9 +42,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
     try {
       // Windows: the mock HCS reads and checks the credential spec and decides the identity.
       if (container.os === 'windows') await prepareWindowsStart(ctx, container);
-      const writer = await CriLogWriter.open(container.logPath, ctx.clock, (err) =>
-        ctx.logger.warn({ err, containerId: container.id }, 'writing the container log failed'),
-      );
+      const writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx));
       cleanup.defer('close the log file', () => writer.close());
       const process = startInitProcess(ctx, container, writer);
       cleanup.defer('kill the init process', () => process.kill('SIGKILL'));
@@ -58,7 +56,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         pid: hostPid,
         starting: false,
       }));
-      container.live.exitHandled = new Promise((resolve) => process.onExit((exit) => resolve(handleExit(ctx, container, exit))));
+      container.live.watch(process, container, exitHandlerOf(ctx));
     } catch (err) {
       startError = err;
       throw err;
@@ -83,7 +81,7 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
       registry: ctx.commands,
       clock: ctx.clock,
       target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
-      argv: container.ociSpec.process.args,
+      argv: container.args,
       env: processEnvironment(container),
       io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
@@ -115,6 +113,30 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
     reason: START_ERROR_REASON,
     message: err instanceof Error ? err.message : String(err),
   }));
+}
+
+/** One log error handler per runtime, shared by its containers' log writers. */
+const logErrorHandlers = new WeakMap<RuntimeContext, (err: Error, path: string) => void>();
+
+function logErrorHandlerOf(ctx: RuntimeContext): (err: Error, path: string) => void {
+  let handler = logErrorHandlers.get(ctx);
+  if (handler === undefined) {
+    handler = (err, path) => ctx.logger.warn({ err, logPath: path }, 'writing the container log failed');
+    logErrorHandlers.set(ctx, handler);
+  }
+  return handler;
+}
+
+/** One exit handler per runtime, shared by its containers (no closure per container). */
+const exitHandlers = new WeakMap<RuntimeContext, (container: ContainerRecord, exit: ProcessExit) => Promise<void>>();
+
+function exitHandlerOf(ctx: RuntimeContext): (container: ContainerRecord, exit: ProcessExit) => Promise<void> {
+  let handler = exitHandlers.get(ctx);
+  if (handler === undefined) {
+    handler = (container, exit) => handleExit(ctx, container, exit);
+    exitHandlers.set(ctx, handler);
+  }
+  return handler;
 }
 
 /**

@@ -40,7 +40,7 @@ export async function stopContainer(ctx: RuntimeContext, req: StopContainerReque
 
 export async function stopWithTimeout(ctx: RuntimeContext, container: ContainerRecord, timeoutSeconds: number): Promise<void> {
   const process = container.live.process;
-  const exitHandled = container.live.exitHandled;
+  const exitHandled = container.live.exitHandled();
   if (container.status.state !== ContainerState.RUNNING || process === undefined || exitHandled === undefined) {
     await exitHandled;
     return;

@@ -3,7 +3,6 @@ import type { ReopenContainerLogResponse } from '../generated/runtime/v1/ReopenC
 import type { UpdateContainerResourcesRequest__Output } from '../generated/runtime/v1/UpdateContainerResourcesRequest.js';
 import type { UpdateContainerResourcesResponse } from '../generated/runtime/v1/UpdateContainerResourcesResponse.js';
 import { RuntimeError, withContext } from './errors.js';
-import { withLinuxResources, withWindowsResources } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName } from './store/container-store.js';
 
@@ -18,8 +17,8 @@ export function updateContainerResources(ctx: RuntimeContext, req: UpdateContain
   const linux = req.linux ?? container.resources?.linux ?? null;
   const windows = req.windows ?? container.resources?.windows ?? null;
   container.resources = { linux, windows };
-  withLinuxResources(linux === null ? undefined : { ...linux })(container.ociSpec);
-  withWindowsResources(windows === null ? undefined : { ...windows })(container.ociSpec);
+  // The spec is derived from the record: it shows the new resources from now on.
+  container.specChanged();
   return {};
 }
 

@@ -12,8 +12,8 @@ import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 
 const imageSpecOf = (c: ContainerRecord): { image: string; annotations: Record<string, string>; user_specified_image: string } => ({
   image: c.imageName,
-  annotations: c.config.image?.annotations ?? {},
-  user_specified_image: c.config.image?.user_specified_image || c.imageName,
+  annotations: c.imageSpec?.annotations ?? {},
+  user_specified_image: c.imageSpec?.user_specified_image || c.imageName,
 });
 
 export function toPodSandbox(s: SandboxRecord): PodSandbox {
@@ -77,7 +77,7 @@ export function toContainer(c: ContainerRecord): Container {
   return {
     id: c.id,
     pod_sandbox_id: c.sandboxId,
-    metadata: c.config.metadata,
+    metadata: c.metadata,
     image: imageSpecOf(c),
     image_ref: c.imageRef,
     image_id: c.imageId,
@@ -92,7 +92,7 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
   const user = c.ociSpec.process.user;
   const status: ContainerStatus = {
     id: c.id,
-    metadata: c.config.metadata,
+    metadata: c.metadata,
     state: c.status.state,
     created_at: nanosToWire(c.createdAtNanos),
     started_at: nanosToWire(c.status.startedAtNanos),

@@ -41,7 +41,8 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
   const cleanup = new CleanupStack();
   try {
     const id = newId();
-    const name = `${metadata.name}_${metadata.namespace}_${metadata.uid}_${metadata.attempt}`;
+    // One flat string (a template literal leaves a tree of parts the record would keep).
+    const name = [metadata.name, metadata.namespace, metadata.uid, metadata.attempt].join('_');
     ctx.sandboxes.names.reserve(name, id);
     cleanup.defer(`release sandbox name ${name}`, () => ctx.sandboxes.names.release(name, id));
 

@@ -71,7 +71,7 @@ export function buildContainerStats(ctx: RuntimeContext, container: ContainerRec
   return {
     attributes: {
       id: container.id,
-      metadata: container.config.metadata,
+      metadata: container.metadata,
       labels: container.labels,
       annotations: container.annotations,
     },

@@ -95,7 +95,7 @@ describe('runtime: sandbox and container lifecycle', () => {
     const sb = await runSandbox(fx.runtime);
     const id = await createContainer(fx.runtime, sb, { command: ['sh', '-c', 'echo bye; exit 3'] });
     await fx.runtime.startContainer({ container_id: id });
-    await fx.runtime.context.containers.get(id)?.live.exitHandled;
+    await fx.runtime.context.containers.get(id)?.live.exitHandled();
     const st = (await fx.runtime.containerStatus({ container_id: id, verbose: false })).status;
     expect(st?.state).to.equal(ContainerState.EXITED);
     expect(st?.exit_code).to.equal(3);
@@ -184,6 +184,32 @@ describe('runtime: sandbox and container lifecycle', () => {
     await fx.runtime.stopPodSandbox({ pod_sandbox_id: sb.id });
     expect(events.filter(([cid]) => cid === id).map(([, t]) => t)).to.deep.equal([0, 1, 2, 3]);
     expect(events.filter(([cid]) => cid === sb.id).map(([, t]) => t)).to.deep.equal([0, 1]);
+  });
+
+  it('derives the config and OCI spec again, key for key, once a container left the cache of recent ones', async () => {
+    const sb = await runSandbox(fx.runtime);
+    const overrides = {
+      command: ['sh', '-c'],
+      args: ['echo hi; sleep 30'],
+      envs: [{ key: 'A', value: '1' }],
+      working_dir: '/tmp',
+      labels: { app: 'web' },
+      annotations: { note: 'x' },
+      linux: {
+        resources: null,
+        security_context: securityContext({ readonly_rootfs: true, namespace_options: OWN_PID_NAMESPACE }),
+      },
+    };
+    const id = await createContainer(fx.runtime, sb, overrides);
+    const record = fx.runtime.context.containers.get(id);
+    if (record === undefined) throw new Error('no record');
+    const config = JSON.stringify(record.config);
+    const spec = JSON.stringify(record.ociSpec);
+    expect(JSON.parse(config)).to.deep.include({ args: ['echo hi; sleep 30'], working_dir: '/tmp', labels: { app: 'web' } });
+    expect(JSON.parse(spec).process.args).to.deep.equal(['sh', '-c', 'echo hi; sleep 30']);
+    record.specChanged();
+    expect(JSON.stringify(record.config)).to.equal(config);
+    expect(JSON.stringify(record.ociSpec)).to.equal(spec);
   });
 
   it('updates container resources into the status and spec, and refuses exited containers', async () => {

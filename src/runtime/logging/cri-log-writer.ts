@@ -93,6 +93,9 @@ export class LogFileHandles {
   }
 }
 
+/** The chain of a writer that wrote nothing yet (shared: no promise per idle container). */
+const SETTLED: Promise<void> = Promise.resolve();
+
 /** The process's log files (all runtimes in a process share the descriptor limit). */
 const sharedLogFiles = new LogFileHandles();
 
@@ -110,10 +113,10 @@ const sharedLogFiles = new LogFileHandles();
  * after the rename, so readers see the same result.
  */
 export class CriLogWriter {
-  private pending: string[] = [];
+  private pending: string[] | undefined = undefined;
   private partialStdout = '';
   private partialStderr = '';
-  private chain: Promise<void> = Promise.resolve();
+  private chain: Promise<void> = SETTLED;
   private scheduled = false;
   private closed = false;
   private written = 0;
@@ -123,20 +126,27 @@ export class CriLogWriter {
     readonly path: string,
     private readonly files: LogFileHandles,
     private readonly clock: Clock,
-    private readonly onError: (err: Error) => void,
+    private readonly onError: (err: Error, path: string) => void,
   ) {}
 
   /** Creates the log file (and its directory) for appending; it exists when this resolves. */
   static async open(
     path: string,
     clock: Clock,
-    onError: (err: Error) => void = () => undefined,
+    onError: (err: Error, path: string) => void = () => undefined,
     files: LogFileHandles = sharedLogFiles,
   ): Promise<CriLogWriter> {
-    await mkdir(dirname(path), { recursive: true });
     const writer = new CriLogWriter(path, files, clock, onError);
-    // Kept among the open files: most containers write right after they start.
-    await files.reopen(writer, path);
+    // Kept among the open files: most containers write right after they start. The kubelet
+    // creates the container's log directory before CreateContainer, so the directory is created
+    // here only when the open finds it missing (crictl users, runtime-owned logs).
+    try {
+      await files.reopen(writer, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await mkdir(dirname(path), { recursive: true });
+      await files.reopen(writer, path);
+    }
     return writer;
   }
 
@@ -165,7 +175,7 @@ export class CriLogWriter {
     }
     while (Buffer.byteLength(buffer) > MAX_LOG_LINE_BYTES) {
       const chunk = buffer.slice(0, MAX_LOG_LINE_BYTES);
-      this.pending.push(formatLogRecord(now, stream, true, chunk));
+      this.queue(formatLogRecord(now, stream, true, chunk));
       buffer = buffer.slice(MAX_LOG_LINE_BYTES);
     }
     this.setPartial(stream, buffer);
@@ -220,10 +230,15 @@ export class CriLogWriter {
   private record(now: bigint, stream: LogStream, line: string): void {
     let rest = line;
     while (Buffer.byteLength(rest) > MAX_LOG_LINE_BYTES) {
-      this.pending.push(formatLogRecord(now, stream, true, rest.slice(0, MAX_LOG_LINE_BYTES)));
+      this.queue(formatLogRecord(now, stream, true, rest.slice(0, MAX_LOG_LINE_BYTES)));
       rest = rest.slice(MAX_LOG_LINE_BYTES);
     }
-    this.pending.push(formatLogRecord(now, stream, false, rest));
+    this.queue(formatLogRecord(now, stream, false, rest));
+  }
+
+  private queue(record: string): void {
+    if (this.pending === undefined) this.pending = [record];
+    else this.pending.push(record);
   }
 
   private schedule(): void {
@@ -236,16 +251,16 @@ export class CriLogWriter {
   }
 
   private drain(): void {
-    if (this.pending.length === 0) return;
+    if (this.pending === undefined) return;
     const data = this.pending.join('');
-    this.pending = [];
+    this.pending = undefined;
     this.chain = this.chain.then(async () => {
       try {
         await this.files.with(this, this.path, (handle) => handle.write(data));
         this.written += Buffer.byteLength(data);
       } catch (err) {
         // Keep going: a vanished log directory must not take the container down.
-        if (!this.failed) this.onError(err as Error);
+        if (!this.failed) this.onError(err as Error, this.path);
         this.failed = true;
       }
     });

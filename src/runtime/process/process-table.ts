@@ -21,37 +21,48 @@ export interface ProcessEntry {
  */
 export class ProcessTable {
   private nextPid = 1;
-  private readonly entries = new Map<number, ProcessEntry>();
+  /** Most tables hold one process (a container's init): kept without a Map until a second one. */
+  private only: ProcessEntry | undefined = undefined;
+  private entries: Map<number, ProcessEntry> | undefined = undefined;
 
   allocatePid(): number {
     return this.nextPid++;
   }
 
   add(entry: ProcessEntry): void {
-    this.entries.set(entry.pid, entry);
+    if (this.entries !== undefined) {
+      this.entries.set(entry.pid, entry);
+    } else if (this.only === undefined || this.only.pid === entry.pid) {
+      this.only = entry;
+    } else {
+      this.entries = new Map([[this.only.pid, this.only], [entry.pid, entry]]);
+      this.only = undefined;
+    }
   }
 
   remove(pid: number): void {
-    this.entries.delete(pid);
+    if (this.entries !== undefined) this.entries.delete(pid);
+    else if (this.only?.pid === pid) this.only = undefined;
   }
 
   get(pid: number): ProcessEntry | undefined {
-    return this.entries.get(pid);
+    if (this.entries !== undefined) return this.entries.get(pid);
+    return this.only?.pid === pid ? this.only : undefined;
   }
 
   /** Processes in pid order; with `group`, only that container's. */
   list(group?: string): ProcessEntry[] {
-    const all = [...this.entries.values()].sort((a, b) => a.pid - b.pid);
+    const all = this.all().sort((a, b) => a.pid - b.pid);
     return group === undefined ? all : all.filter((e) => e.group === group);
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.entries !== undefined ? this.entries.size : this.only === undefined ? 0 : 1;
   }
 
   count(group: string): number {
     let n = 0;
-    for (const e of this.entries.values()) if (e.group === group) n++;
+    for (const e of this.all()) if (e.group === group) n++;
     return n;
   }
 
@@ -61,5 +72,10 @@ export class ProcessTable {
    */
   killAll(signal: string, group?: string): void {
     for (const entry of this.list(group)) entry.kill(signal);
+  }
+
+  private all(): ProcessEntry[] {
+    if (this.entries !== undefined) return [...this.entries.values()];
+    return this.only === undefined ? [] : [this.only];
   }
 }

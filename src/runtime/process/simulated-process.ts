@@ -20,6 +20,11 @@ export interface ProcessExit {
   finishedAtNanos: bigint;
 }
 
+/** Told once when a process exited (an object, so a container needs no closure per process). */
+export interface ExitObserver {
+  processExited(exit: ProcessExit): void;
+}
+
 export interface StartOptions {
   registry: CommandRegistry;
   clock: Clock;
@@ -48,12 +53,6 @@ interface Running {
   readonly onParentAbort?: () => void;
 }
 
-/** A process whose program returned `untilSignal(…)`: only what the signal needs is kept. */
-interface Waiting {
-  readonly wait: WaitForSignal;
-  readonly io: CommandIo;
-}
-
 /** runCommand's answer when the program now waits for a signal (the process keeps running). */
 const WAITS = Symbol('waits for a signal');
 
@@ -78,10 +77,12 @@ export class SimulatedProcess implements ProcessEntry {
   title?: string;
   private command: RegisteredCommand;
   private running: Running | undefined;
-  private waiting: Waiting | undefined;
+  /** Set while the program waits for a signal (untilSignal): what the signal needs, and no more. */
+  private waiting: WaitForSignal | undefined;
+  private waitingIo: CommandIo | undefined;
   private exitInfo: ProcessExit | undefined;
   private exitPromise: Promise<ProcessExit> | undefined;
-  private exitListeners: ((exit: ProcessExit) => void)[] | undefined;
+  private exitListeners: (((exit: ProcessExit) => void) | ExitObserver)[] | undefined;
   private readonly linuxInit: boolean;
   private readonly os: 'linux' | 'windows';
   private readonly processes: ProcessTable;
@@ -129,13 +130,15 @@ export class SimulatedProcess implements ProcessEntry {
     return this.exitPromise;
   }
 
-  /** Calls listener once with the exit (at once if the process has exited already). */
-  onExit(listener: (exit: ProcessExit) => void): void {
+  /** Calls listener (a function or an ExitObserver) once with the exit (at once if it exited already). */
+  onExit(listener: ((exit: ProcessExit) => void) | ExitObserver): void {
     if (this.exitInfo !== undefined) {
-      listener(this.exitInfo);
+      notify(listener, this.exitInfo);
       return;
     }
-    (this.exitListeners ??= []).push(listener);
+    // A literal of one (an empty array grows to room for 17 on its first push).
+    if (this.exitListeners === undefined) this.exitListeners = [listener];
+    else this.exitListeners.push(listener);
   }
 
   get hasExited(): boolean {
@@ -161,17 +164,19 @@ export class SimulatedProcess implements ProcessEntry {
     const trapped = this.command.options.traps?.includes(signal) === true;
     if (!trapped && (this.linuxInit || ignoredByDefault(signal))) return;
     const waiting = this.waiting;
-    if (waiting !== undefined) {
+    const io = this.waitingIo;
+    if (waiting !== undefined && io !== undefined) {
       this.waiting = undefined;
+      this.waitingIo = undefined;
       if (!trapped) {
         this.finish(128 + signalNumber(signal), signal);
         return;
       }
       let code: number;
       try {
-        code = normaliseExitCode(waiting.wait.onSignal(signal, waiting.io), this.os);
+        code = normaliseExitCode(waiting.onSignal(signal, io), this.os);
       } catch (err) {
-        waiting.io.stderr(`${this.command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
+        io.stderr(`${this.command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
         code = 1;
       }
       this.finish(code, code === 128 + signalNumber(signal) ? signal : undefined);
@@ -186,13 +191,14 @@ export class SimulatedProcess implements ProcessEntry {
     if (running?.onParentAbort !== undefined) running.options.parentSignal?.removeEventListener('abort', running.onParentAbort);
     this.running = undefined;
     this.waiting = undefined;
+    this.waitingIo = undefined;
     this.processes.remove(this.pid);
     const info: ProcessExit = { exitCode, finishedAtNanos: this.clock.nowNanos() };
     if (signal !== undefined && exitCode === 128 + signalNumber(signal)) info.signal = signal;
     this.exitInfo = info;
     const listeners = this.exitListeners;
     this.exitListeners = undefined;
-    for (const listener of listeners ?? []) listener(info);
+    for (const listener of listeners ?? []) notify(listener, info);
   }
 
   private async run(): Promise<void> {
@@ -281,7 +287,8 @@ export class SimulatedProcess implements ProcessEntry {
     } else {
       this.running = undefined;
     }
-    this.waiting = { wait, io };
+    this.waiting = wait;
+    this.waitingIo = io;
     return WAITS;
   }
 
@@ -313,6 +320,11 @@ export class SimulatedProcess implements ProcessEntry {
     if (abort.signal.aborted) throw abortError(abort.signal);
     return exit.exitCode;
   }
+}
+
+function notify(listener: ((exit: ProcessExit) => void) | ExitObserver, exit: ProcessExit): void {
+  if (typeof listener === 'function') listener(exit);
+  else listener.processExited(exit);
 }
 
 /** Exit statuses are 8 bits on Linux (`exit 256` is 0, `exit -1` is 255), 32 bits on Windows. */

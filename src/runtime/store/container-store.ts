@@ -1,13 +1,19 @@
 import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { ContainerMetadata__Output } from '../../generated/runtime/v1/ContainerMetadata.js';
+import type { ImageSpec__Output } from '../../generated/runtime/v1/ImageSpec.js';
 import type { Container } from '../../generated/runtime/v1/Container.js';
 import type { ContainerResources } from '../../generated/runtime/v1/ContainerResources.js';
 import type { ImageConfig } from '../images/catalogue.js';
 import type { CriLogWriter } from '../logging/cri-log-writer.js';
+import type { OciSeccomp } from '../oci/linux-security.js';
 import type { OciSpec } from '../oci/spec.js';
 import type { ContainerFiles } from '../process/container-files.js';
 import { ProcessTable } from '../process/process-table.js';
-import type { SimulatedProcess } from '../process/simulated-process.js';
+import type { ExitObserver, ProcessExit, SimulatedProcess } from '../process/simulated-process.js';
 import { NameRegistry, RecordStore } from './record-store.js';
+import type { SandboxRecord } from './sandbox-store.js';
+import type { ContainerIdentity } from '../windows/container-identity.js';
+import { WINDOWS_IDENTITY_KEY } from '../windows/identity-command-registration.js';
 
 /** runtime.v1.ContainerState */
 export const ContainerState = { CREATED: 0, RUNNING: 1, EXITED: 2, UNKNOWN: 3 } as const;
@@ -31,24 +37,108 @@ export interface ContainerStatusData {
   removing: boolean;
 }
 
-/** Handles of what is running for a container (not status: they change with it). */
-export interface ContainerLive {
-  process?: SimulatedProcess;
-  logWriter?: CriLogWriter;
+/**
+ * What is running for a container (not status: it changes with it): its init process, log
+ * writer and exec processes, and the handling of the init process's exit.
+ */
+export class ContainerLive implements ExitObserver {
+  process: SimulatedProcess | undefined = undefined;
+  logWriter: CriLogWriter | undefined = undefined;
   /** Exec processes running now, to kill them when the container stops (created with the first). */
-  execs?: Set<SimulatedProcess>;
+  execs: Set<SimulatedProcess> | undefined = undefined;
   /** CPU time of finished exec processes, nanoseconds. */
-  execCpuNanos: bigint;
-  /** Settles once the init process exited and the container is EXITED with its log flushed. */
-  exitHandled?: Promise<void>;
+  execCpuNanos = 0n;
+  private container: ContainerRecord | undefined = undefined;
+  private handleExit: ((container: ContainerRecord, exit: ProcessExit) => Promise<void>) | undefined = undefined;
+  private handled: Promise<void> | undefined = undefined;
+  private waiters: (() => void)[] | undefined = undefined;
+
+  /**
+   * Watches the init process: once it exits, `handleExit` (one function per runtime, not per
+   * container) makes the container EXITED with its log flushed.
+   */
+  watch(process: SimulatedProcess, container: ContainerRecord, handleExit: (container: ContainerRecord, exit: ProcessExit) => Promise<void>): void {
+    this.process = process;
+    this.container = container;
+    this.handleExit = handleExit;
+    process.onExit(this);
+  }
+
+  processExited(exit: ProcessExit): void {
+    const { container, handleExit } = this;
+    if (container === undefined || handleExit === undefined) return;
+    this.handleExit = undefined;
+    this.handled = handleExit(container, exit);
+    const waiters = this.waiters;
+    this.waiters = undefined;
+    for (const wake of waiters ?? []) wake();
+  }
+
+  /**
+   * Settles once the init process exited and its exit was handled (the container is EXITED with
+   * all output in its log); undefined when no process was ever watched.
+   */
+  exitHandled(): Promise<void> | undefined {
+    if (this.handled !== undefined) return this.handled;
+    if (this.handleExit === undefined) return undefined;
+    return new Promise<void>((resolve) => {
+      (this.waiters ??= []).push(() => resolve(this.handled));
+    });
+  }
 }
 
-export interface ContainerRecord {
+/**
+ * What is derived from a container's inputs on demand rather than stored with it: its full CRI
+ * config and its OCI spec. One shared instance per runtime; it may cache recent results.
+ */
+export interface ContainerDerivation {
+  config(record: ContainerRecord): ContainerConfig__Output;
+  spec(record: ContainerRecord): OciSpec;
+  /** The container's private files (made on first use: most containers never need them). */
+  files(record: ContainerRecord): ContainerFiles;
+  /** Drops what it cached for the record (its spec inputs changed, or it was removed). */
+  forget(record: ContainerRecord): void;
+}
+
+export interface ContainerRecordInit {
+  id: string;
+  sandbox: SandboxRecord;
+  name: string;
+  config: ContainerConfig__Output;
+  imageName: string;
+  imageId: string;
+  imageRef: string;
+  imageConfig: ImageConfig;
+  os: 'linux' | 'windows';
+  createdAtNanos: bigint;
+  logPath: string;
+  runtimeOwnedLog: boolean;
+  args: readonly string[];
+  seccomp: OciSeccomp | undefined;
+  securityOptions: string[];
+  user: string;
+  resources: ContainerResources | null;
+  processes: ProcessTable;
+  sharesPodPid: boolean;
+  derive: ContainerDerivation;
+}
+
+/**
+ * A container. It keeps what lists, status and the process need as fields, and its inputs; the
+ * full CRI config (`config`) and the OCI spec (`ociSpec`) are derived when asked for (and cached
+ * for recently used containers), so tens of thousands of idle containers do not each hold a
+ * copy of both.
+ */
+export class ContainerRecord {
   readonly id: string;
   readonly sandboxId: string;
+  /** The sandbox it was created in (the OCI spec's hostname, sysctls and files come from it). */
+  readonly sandbox: SandboxRecord;
   /** The reserved name: `<name>_<pod name>_<namespace>_<pod uid>_<attempt>`. */
   readonly name: string;
-  readonly config: ContainerConfig__Output;
+  readonly metadata: ContainerMetadata__Output | null;
+  /** The config's image spec (annotations, user_specified_image). */
+  readonly imageSpec: ImageSpec__Output | null;
   readonly labels: Record<string, string>;
   readonly annotations: Record<string, string>;
   /** The image as the request named it, and what it resolved to. */
@@ -62,22 +152,127 @@ export interface ContainerRecord {
   readonly logPath: string;
   /** Whether the log file lives in a runtime-owned directory (deleted with the container). */
   readonly runtimeOwnedLog: boolean;
-  /** The OCI spec composed at create; the Windows path adds its options before it is stored. */
-  ociSpec: OciSpec;
+  /** The process argv (config command/args over the image ENTRYPOINT/CMD). */
+  readonly args: readonly string[];
+  /** The seccomp profile resolved at create (Linux). */
+  readonly seccomp: OciSeccomp | undefined;
   /** Docker-style security options (`credentialspec=file://…`), set by the dockershim layer. */
   securityOptions: string[];
-  /** Free-form platform state of the Windows path (credential spec file, identity, …). */
-  platform: Record<string, unknown>;
+  /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec). */
+  credentialSpec: string | undefined;
+  /** The identity the mock HCS decided at start (Windows). */
+  windowsIdentity: ContainerIdentity | undefined;
   /** The effective user name commands print (`root`, `1002`, `ContainerUser`). */
   user: string;
+  /** The resources of the config, as UpdateContainerResources last set them. */
   resources: ContainerResources | null;
   /** The PID namespace the container's processes live in (its own, or the pod's) and its private files. */
   readonly processes: ProcessTable;
   /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
   readonly sharesPodPid: boolean;
-  readonly files: ContainerFiles;
   readonly live: ContainerLive;
   status: ContainerStatusData;
+  /** The config's keys, in order (shared between containers). */
+  readonly configKeys: readonly string[];
+  /** The config's values for those keys as a JSON array, null for labels, annotations, metadata, image. */
+  readonly configValues: string;
+  private readonly derive: ContainerDerivation;
+  private filesMade: ContainerFiles | undefined;
+
+  constructor(init: ContainerRecordInit) {
+    const { labels, annotations, metadata, image } = init.config;
+    this.id = init.id;
+    this.sandboxId = init.sandbox.id;
+    this.sandbox = init.sandbox;
+    this.name = init.name;
+    this.metadata = metadata;
+    this.imageSpec = sharedImageSpec(image);
+    this.labels = labels;
+    this.annotations = annotations;
+    this.imageName = init.imageName;
+    this.imageId = init.imageId;
+    this.imageRef = init.imageRef;
+    this.imageConfig = init.imageConfig;
+    this.os = init.os;
+    this.createdAtNanos = init.createdAtNanos;
+    this.logPath = init.logPath;
+    this.runtimeOwnedLog = init.runtimeOwnedLog;
+    this.args = init.args;
+    this.seccomp = init.seccomp;
+    this.securityOptions = init.securityOptions;
+    this.credentialSpec = undefined;
+    this.windowsIdentity = undefined;
+    this.user = init.user;
+    this.resources = init.resources;
+    this.processes = init.processes;
+    this.sharesPodPid = init.sharesPodPid;
+    this.filesMade = undefined;
+    this.live = newContainerLive();
+    this.status = initialContainerStatus();
+    // The config's values in key order (null for the fields kept above); the key list is shared
+    // by every config with the same keys, so the derived config has the request's key order.
+    const keys = Object.keys(init.config).filter((k) => init.config[k as keyof ContainerConfig__Output] !== undefined);
+    this.configKeys = sharedKeyList(keys);
+    this.configValues = JSON.stringify(keys.map((k) => (KEPT_CONFIG_FIELDS.has(k) ? null : init.config[k as keyof ContainerConfig__Output])));
+    this.derive = init.derive;
+  }
+
+  /** The CreateContainer config (derived; do not change it). */
+  get config(): ContainerConfig__Output {
+    return this.derive.config(this);
+  }
+
+  /** The OCI spec: composed from the config, image and sandbox, with what start and updates added. */
+  get ociSpec(): OciSpec {
+    return this.derive.spec(this);
+  }
+
+  /** Files private to the container (`/etc/hosts`, what its processes wrote). */
+  get files(): ContainerFiles {
+    return (this.filesMade ??= this.derive.files(this));
+  }
+
+  /** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
+  get platform(): Record<string, unknown> {
+    return this.windowsIdentity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: this.windowsIdentity };
+  }
+
+  /** Call after changing an input of the spec (resources, credential spec). */
+  specChanged(): void {
+    this.derive.forget(this);
+  }
+}
+
+/** Config fields the record keeps as fields of its own, left out of `configValues`. */
+const KEPT_CONFIG_FIELDS = new Set(['labels', 'annotations', 'metadata', 'image']);
+const keyLists = new Map<string, readonly string[]>();
+const imageSpecs = new Map<string, ImageSpec__Output>();
+
+/**
+ * One frozen image spec per image for the usual spec without annotations: every container of an
+ * image sends the same one, and a copy per container is most of what a small config costs.
+ */
+function sharedImageSpec(spec: ImageSpec__Output | null): ImageSpec__Output | null {
+  if (spec === null || Object.keys(spec.annotations ?? {}).length > 0) return spec;
+  const id = [spec.image, spec.user_specified_image, spec.runtime_handler, spec.image_ref].join('\0');
+  const shared = imageSpecs.get(id);
+  if (shared !== undefined) return shared;
+  const frozen = Object.freeze({ ...spec, annotations: Object.freeze({}) });
+  // Bounded: a node runs a bounded set of images; past that, specs are simply not shared.
+  if (imageSpecs.size < 1024) imageSpecs.set(id, frozen);
+  return frozen;
+}
+
+/** One frozen array per distinct key list (configs decoded from the wire all share one). */
+function sharedKeyList(keys: string[]): readonly string[] {
+  const id = keys.join(',');
+  let list = keyLists.get(id);
+  if (list === undefined) {
+    list = Object.freeze(keys);
+    // Bounded: key lists come from the proto's fields; a flood of odd ones is simply not shared.
+    if (keyLists.size < 64) keyLists.set(id, list);
+  }
+  return list;
 }
 
 const TRANSITIONS = new Map<number, Set<number>>([
@@ -102,7 +297,7 @@ export function initialContainerStatus(): ContainerStatusData {
 }
 
 export function newContainerLive(): ContainerLive {
-  return { execCpuNanos: 0n };
+  return new ContainerLive();
 }
 
 export { ProcessTable };

@@ -32,6 +32,10 @@ export class IdMultiMap<K> {
     return typeof current === 'string' ? new Set([current]) : current;
   }
 
+  isEmpty(): boolean {
+    return this.map.size === 0;
+  }
+
   /** How many ids the key has. */
   count(key: K): number {
     const current = this.map.get(key);

@@ -5,36 +5,43 @@ import { IdMultiMap } from './id-multimap.js';
  * match exactly) starts from the smallest matching set instead of scanning every record.
  */
 export class LabelIndex {
-  private readonly byPair = new IdMultiMap<string>();
+  /** Label key → label value → ids. The value strings are the records' own (no key=value strings). */
+  private readonly byKey = new Map<string, IdMultiMap<string>>();
 
   add(id: string, labels: Record<string, string>): void {
-    for (const k in labels) this.byPair.add(pairKey(k, labels[k] as string), id);
+    for (const k in labels) {
+      let values = this.byKey.get(k);
+      if (values === undefined) {
+        values = new IdMultiMap<string>();
+        this.byKey.set(k, values);
+      }
+      values.add(labels[k] as string, id);
+    }
   }
 
   delete(id: string, labels: Record<string, string>): void {
-    for (const k in labels) this.byPair.delete(pairKey(k, labels[k] as string), id);
+    for (const k in labels) {
+      const values = this.byKey.get(k);
+      if (values === undefined) continue;
+      values.delete(labels[k] as string, id);
+      if (values.isEmpty()) this.byKey.delete(k);
+    }
   }
 
   /** Ids carrying one pair of the selector (the rarest one); the caller checks the rest. */
   candidates(selector: Record<string, string>): ReadonlySet<string> | undefined {
-    let bestKey: string | undefined;
-    let bestCount = Infinity;
+    let best: { values: IdMultiMap<string> | undefined; value: string; count: number } | undefined;
     for (const [k, v] of Object.entries(selector)) {
-      const key = pairKey(k, v);
-      const count = this.byPair.count(key);
-      if (count < bestCount) {
-        bestKey = key;
-        bestCount = count;
-      }
+      const values = this.byKey.get(k);
+      const count = values?.count(v) ?? 0;
+      if (best === undefined || count < best.count) best = { values, value: v, count };
     }
-    if (bestKey === undefined) return undefined;
-    return this.byPair.get(bestKey) ?? EMPTY;
+    if (best === undefined) return undefined;
+    return best.values?.get(best.value) ?? EMPTY;
   }
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
-
-const pairKey = (k: string, v: string): string => `${k.length}:${k}=${v}`;
 
 /** True when every pair of the selector is present with the same value (CRI label_selector). */
 export function matchesLabels(labels: Record<string, string>, selector: Record<string, string> | null | undefined): boolean {

@@ -1,0 +1,30 @@
+/** A bounded map that forgets the least recently used entry first (a Map iterates in insertion order). */
+export class RecentCache<K, V> {
+  private readonly entries = new Map<K, V>();
+
+  constructor(readonly capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`cache capacity must be a positive integer, not ${capacity}`);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The value for key, computing and keeping it when absent; a hit becomes the most recent. */
+  get(key: K, compute: (key: K) => V): V {
+    const cached = this.entries.get(key);
+    if (cached !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, cached);
+      return cached;
+    }
+    const value = compute(key);
+    this.entries.set(key, value);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
+    return value;
+  }
+
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+}
