@@ -65,6 +65,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
     : new RuntimeMetrics({
         liveSandboxes: () => runtime?.context.sandboxes.size ?? 0,
         liveContainers: () => runtime?.context.containers.size ?? 0,
+        leakedCredentialSpecs: () => runtime?.credentialSpecLeaks() ?? Promise.resolve(0),
       });
   runtime = await openNodeRuntime(options, logger.child({ component: 'runtime' }), metrics);
   const idleCollector = options.idleGcSeconds > 0

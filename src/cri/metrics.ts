@@ -25,8 +25,6 @@ export interface CredentialSpecMetrics {
   onWritten(): void;
   /** A credential spec file (or registry value) was removed (after start, on error, on removal, by the sweep). */
   onRemoved(): void;
-  /** How many credential specs are left behind that no container operation will remove (0 is the only good value). */
-  setLeaked(count: number): void;
 }
 
 export interface RuntimeMetricsOptions {
@@ -34,6 +32,8 @@ export interface RuntimeMetricsOptions {
   liveSandboxes?: () => number;
   /** Number of live containers, read at scrape time. */
   liveContainers?: () => number;
+  /** Credential specs left behind that no container operation will remove, counted at scrape time. */
+  leakedCredentialSpecs?: () => Promise<number>;
   /** Also export prom-client's process metrics (RSS, CPU, event loop lag). Default true. */
   processMetrics?: boolean;
 }
@@ -94,6 +94,7 @@ export class RuntimeMetrics {
   private readonly operationChildren = new Map<string, { inc(): void }>();
   private liveSandboxes: (() => number) | undefined;
   private liveContainers: (() => number) | undefined;
+  private leakedCredentialSpecs: (() => Promise<number>) | undefined;
 
   constructor(options: RuntimeMetricsOptions = {}) {
     this.registry = new Registry();
@@ -122,6 +123,7 @@ export class RuntimeMetrics {
 
     this.liveSandboxes = options.liveSandboxes;
     this.liveContainers = options.liveContainers;
+    this.leakedCredentialSpecs = options.leakedCredentialSpecs;
     // Arrow functions inside collect() would lose the gauge as `this`; read the sources through self.
     const self = this;
     new Gauge({
@@ -151,15 +153,19 @@ export class RuntimeMetrics {
       help: 'Credential spec files (or registry values) removed.',
       registers,
     });
-    const leaked = new Gauge({
+    new Gauge({
       name: `${METRIC_PREFIX}credential_spec_files_leaked`,
       help: 'Credential spec files (or registry values) left behind that no operation will remove.',
       registers,
+      // Counted when scraped (a directory listing and a walk over the containers), not on every
+      // credential spec operation.
+      async collect() {
+        if (self.leakedCredentialSpecs !== undefined) this.set(await self.leakedCredentialSpecs());
+      },
     });
     this.credentialSpecs = {
       onWritten: () => written.inc(),
       onRemoved: () => removed.inc(),
-      setLeaked: (count: number) => leaked.set(count),
     };
 
     if (options.processMetrics ?? true) {
@@ -171,9 +177,10 @@ export class RuntimeMetrics {
    * Sets the callbacks the live gauges read at scrape time, for when the runtime is opened after
    * the metrics (the credential spec counters must exist before the runtime opens).
    */
-  setLiveObjectSources(sources: { sandboxes?: () => number; containers?: () => number }): void {
+  setLiveObjectSources(sources: { sandboxes?: () => number; containers?: () => number; leakedCredentialSpecs?: () => Promise<number> }): void {
     if (sources.sandboxes !== undefined) this.liveSandboxes = sources.sandboxes;
     if (sources.containers !== undefined) this.liveContainers = sources.containers;
+    if (sources.leakedCredentialSpecs !== undefined) this.leakedCredentialSpecs = sources.leakedCredentialSpecs;
   }
 
   /**

@@ -48,20 +48,14 @@ export async function stageCredentialSpec(
   } catch (err) {
     throw withContext(err, `failed to write the credential spec of container ${containerId}`);
   }
-  cleanup.defer(`remove credential spec ${staged.name}`, async () => {
-    await windows.handoff.remove(staged);
-    await reportCredentialSpecLeaks(ctx);
-  });
+  cleanup.defer(`remove credential spec ${staged.name}`, () => windows.handoff.remove(staged));
   windows.checkFault('credential-spec-written', containerId);
   return [staged.securityOption];
 }
 
-/**
- * Updates the leak gauge: staged credential specs no live container refers to. The containers are
- * walked lazily, so without metrics (no gauge to set) nothing is iterated on this hot path.
- */
-export function reportCredentialSpecLeaks(ctx: RuntimeContext): Promise<number> {
-  return ctx.windows.reportLeaks(liveSecurityOptions(ctx));
+/** Staged credential specs no live container refers to (the leak gauge, read when scraped). */
+export function countCredentialSpecLeaks(ctx: RuntimeContext): Promise<number> {
+  return ctx.windows.countLeaks(liveSecurityOptions(ctx));
 }
 
 function* liveSecurityOptions(ctx: RuntimeContext): Iterable<readonly string[]> {

@@ -2,7 +2,6 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { RemoveContainerRequest__Output } from '../generated/runtime/v1/RemoveContainerRequest.js';
 import type { RemoveContainerResponse } from '../generated/runtime/v1/RemoveContainerResponse.js';
-import { reportCredentialSpecLeaks } from './container-create-windows.js';
 import { forceStop } from './container-stop.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
@@ -35,7 +34,6 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
   }
   if (ctx.containers.delete(container.id) === undefined) return;
   container.specChanged();
-  if (container.securityOptions.length > 0) await reportCredentialSpecLeaks(ctx);
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });
   ctx.logger.info({ containerId: container.id }, 'container removed');

@@ -1,4 +1,3 @@
-import { reportCredentialSpecLeaks } from './container-create-windows.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity } from './windows/container-identity.js';
@@ -63,5 +62,4 @@ export async function releaseCredentialSpecAfterStart(ctx: RuntimeContext, conta
   } catch (err) {
     ctx.logger.warn({ err, containerId: container.id }, 'failed to remove the credential spec after StartContainer');
   }
-  await reportCredentialSpecLeaks(ctx);
 }

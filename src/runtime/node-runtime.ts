@@ -1,4 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
+import { countCredentialSpecLeaks } from './container-create-windows.js';
 import { join, resolve } from 'node:path';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import type { ContainerStatsRequest__Output } from '../generated/runtime/v1/ContainerStatsRequest.js';
@@ -199,6 +200,14 @@ export class NodeRuntime implements CriRuntime {
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();
     this.ctx.logger.info('runtime closed');
+  }
+
+  /**
+   * Credential specs left behind that no container operation will remove (0 is the only good
+   * value): the files or registry values no live container refers to. For the metrics' gauge.
+   */
+  credentialSpecLeaks(): Promise<number> {
+    return countCredentialSpecLeaks(this.ctx);
   }
 
   /** The stores and settings, for tests and for the Windows path's own modules. */

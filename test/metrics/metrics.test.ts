@@ -81,13 +81,15 @@ describe('runtime metrics', () => {
     expect(text).to.match(/^cri_winsim_runtime_live_containers 12$/m);
   });
 
-  it('counts credential spec files written and removed, and shows the leaked count', async () => {
-    const m = new RuntimeMetrics({ processMetrics: false });
+  it('counts credential spec files written and removed, and counts the leaked ones when scraped', async () => {
+    let scrapes = 0;
+    const m = new RuntimeMetrics({ processMetrics: false, leakedCredentialSpecs: async () => ++scrapes });
     m.credentialSpecs.onWritten();
     m.credentialSpecs.onWritten();
     m.credentialSpecs.onRemoved();
-    m.credentialSpecs.setLeaked(1);
+    expect(scrapes).to.equal(0);
     const text = await m.text();
+    expect(scrapes).to.equal(1);
     expect(text).to.match(/^cri_winsim_credential_spec_files_written_total 2$/m);
     expect(text).to.match(/^cri_winsim_credential_spec_files_removed_total 1$/m);
     expect(text).to.match(/^cri_winsim_credential_spec_files_leaked 1$/m);

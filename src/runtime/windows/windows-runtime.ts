@@ -20,7 +20,6 @@ import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
 export interface CredentialSpecCounters {
   onWritten(): void;
   onRemoved(): void;
-  setLeaked(count: number): void;
 }
 
 /**
@@ -94,7 +93,6 @@ export class WindowsRuntime {
     readonly node: NodeDirectory,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
-    private readonly counters: CredentialSpecCounters | undefined,
     private readonly faults: WindowsFaultInjection | undefined,
     private readonly logger: Logger,
   ) {}
@@ -119,10 +117,9 @@ export class WindowsRuntime {
       onRemoved: () => counters?.onRemoved(),
     };
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer);
-    const runtime = new WindowsRuntime(node, mode, handoff, counters, options.faults, logger);
+    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = await handoff.sweep();
-    counters?.setLeaked(0);
     if (!registriesWithIdentity.has(commands)) {
       registerIdentityCommands(commands);
       registriesWithIdentity.add(commands);
@@ -146,11 +143,10 @@ export class WindowsRuntime {
   }
 
   /**
-   * Sets the leak gauge: staged credential specs that no live container refers to, which no
-   * later container operation would remove (the next start-up sweep will).
+   * Staged credential specs that no live container refers to, which no later container operation
+   * would remove (the next start-up sweep will): the leak gauge, counted when it is scraped.
    */
-  async reportLeaks(liveSecurityOptions: Iterable<readonly string[]>): Promise<number> {
-    if (this.counters === undefined) return 0;
+  async countLeaks(liveSecurityOptions: Iterable<readonly string[]>): Promise<number> {
     try {
       const referenced = new Set<string>();
       for (const options of liveSecurityOptions) {
@@ -159,9 +155,7 @@ export class WindowsRuntime {
           if (staged !== undefined) referenced.add(`${staged.transport}:${staged.name}`);
         }
       }
-      const leaked = (await this.handoff.leftovers()).filter((s) => !referenced.has(`${s.transport}:${s.name}`)).length;
-      this.counters.setLeaked(leaked);
-      return leaked;
+      return (await this.handoff.leftovers()).filter((s) => !referenced.has(`${s.transport}:${s.name}`)).length;
     } catch (err) {
       this.logger.warn({ err }, 'counting leftover credential specs failed');
       return 0;
@@ -171,6 +165,5 @@ export class WindowsRuntime {
   /** Shutdown: the containers die with the runtime's memory, so every staged spec goes. */
   async close(): Promise<void> {
     await this.handoff.sweep();
-    this.counters?.setLeaked(0);
   }
 }
