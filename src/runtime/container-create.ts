@@ -181,6 +181,9 @@ export const containerDerivation: ContainerDerivation = (() => {
   return {
     config: (record) => configs.get(record, deriveConfig),
     spec: (record) => specs.get(record, deriveSpec),
+    remember: (record, config) => {
+      configs.get(record, () => config);
+    },
     files: (record) => ContainerFiles.forPod(record.sandbox, sandboxFiles),
     forget: (record) => {
       configs.delete(record);
@@ -264,8 +267,9 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       derive: containerDerivation,
     });
     // Composed now, so a config the spec cannot take fails CreateContainer (and the spec is
-    // cached for the start that usually follows).
+    // cached for the start that usually follows), from the request's config as decoded.
     try {
+      containerDerivation.remember(record, config);
       void record.ociSpec;
     } catch (err) {
       record.specChanged();

@@ -37,11 +37,17 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
 
   const cleanup = new CleanupStack();
   let startError: unknown;
+  let released: Promise<void> | undefined;
   try {
     cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
     try {
       // Windows: the mock HCS reads and checks the credential spec and decides the identity.
-      if (container.os === 'windows') await prepareWindowsStart(ctx, container);
+      if (container.os === 'windows') {
+        await prepareWindowsStart(ctx, container);
+        // HCS has read the credential spec: it is removed while the log file opens (the KEP only
+        // asks that it is gone once StartContainer returns; `finally` waits for it).
+        released = releaseCredentialSpecAfterStart(ctx, container);
+      }
       const writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx));
       cleanup.defer('close the log file', () => writer.close());
       const process = startInitProcess(ctx, container, writer);
@@ -71,7 +77,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   } finally {
     await cleanup.unwind(ctx.logger);
     // The KEP: the credential spec file is deleted once StartContainer is done, started or not.
-    if (container.os === 'windows') await releaseCredentialSpecAfterStart(ctx, container);
+    if (container.os === 'windows') await (released ?? releaseCredentialSpecAfterStart(ctx, container));
   }
 }
 

@@ -94,6 +94,8 @@ export class ContainerLive implements ExitObserver {
 export interface ContainerDerivation {
   config(record: ContainerRecord): ContainerConfig__Output;
   spec(record: ContainerRecord): OciSpec;
+  /** Keeps a config the caller already has as the record's derived one (CreateContainer's, decoded). */
+  remember(record: ContainerRecord, config: ContainerConfig__Output): void;
   /** The container's private files (made on first use: most containers never need them). */
   files(record: ContainerRecord): ContainerFiles;
   /** Drops what it cached for the record (its spec inputs changed, or it was removed). */

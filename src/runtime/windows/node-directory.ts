@@ -76,7 +76,9 @@ const MAX_GROUP_EXPANSIONS = 10_000;
 
 const validateNodeFileSchema = compileSchema<NodeFile>(nodeSchema);
 
-const same = (a: string, b: string): boolean => a.localeCompare(b, 'en', { sensitivity: 'accent' }) === 0;
+/** Windows compares account and domain names without case (one collator: making one per call is slow). */
+const NAME_COLLATOR = new Intl.Collator('en', { sensitivity: 'accent' });
+const same = (a: string, b: string): boolean => NAME_COLLATOR.compare(a, b) === 0;
 
 function nodeFileError(source: string, path: string, reason: string): RuntimeError {
   return new RuntimeError('InvalidArgument', `${source}: ${path === '' ? '(top level)' : path}: ${reason}`);
