@@ -152,7 +152,9 @@ export class NodeRuntime implements CriRuntime {
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
     const logger = options.logger ?? silentLogger();
     // Leftover credential specs of an earlier instance are swept before anything serves.
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ component: 'windows' }));
+    // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
+    // would print the key twice.
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }));
     const ctx: RuntimeContext = {
       settings,
       logger,
