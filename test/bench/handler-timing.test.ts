@@ -1,0 +1,43 @@
+import { expect } from 'chai';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LIFECYCLE_RPCS } from '../../bench/workload.js';
+import { runProcess } from '../support/process.js';
+import { repoRoot } from '../support/paths.js';
+
+const script = join(repoRoot, 'dist', 'bench', 'handler-timing.js');
+
+describe('bench handler timing', function () {
+  this.timeout(60_000);
+
+  it('times every lifecycle RPC at the client and inside the server, the handler within the call', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-ht-test-'));
+    try {
+      const out = join(dir, 'timing.json');
+      const result = await runProcess(process.execPath, [script, '--scenario', 'gmsa', '--pods', '4', '--warmup', '1', '--out', out], { killAfterMs: 45_000 });
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stdout).to.contain('gmsa lifecycle, 4 pods at concurrency 1 after 1 warm-up pods');
+      const report = JSON.parse(await readFile(out, 'utf8')) as {
+        client: Record<string, { count: number; p50: number; max: number }>;
+        handler: Record<string, { count: number; p50: number; max: number }>;
+      };
+      for (const rpc of LIFECYCLE_RPCS) {
+        expect(report.client[rpc]?.count, rpc).to.equal(4);
+        // The warm-up's calls were reset: only the measured pods' handlers are counted.
+        expect(report.handler[rpc]?.count, rpc).to.equal(4);
+        // Each handler runs inside its call, so its percentiles cannot exceed the call's.
+        expect(report.handler[rpc]!.p50, rpc).to.be.at.most(report.client[rpc]!.p50);
+        expect(report.handler[rpc]!.max, rpc).to.be.at.most(report.client[rpc]!.max);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a bad option value, naming it', async () => {
+    const result = await runProcess(process.execPath, [script, '--pods', 'many'], { killAfterMs: 20_000 });
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.contain('--pods must be an integer from 1 to 100000, not "many"');
+  });
+});
