@@ -155,7 +155,8 @@ async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit:
   for (const exec of container.live.execs ?? []) exec.kill('SIGKILL');
   const writer = container.live.logWriter;
   container.live.logWriter = undefined;
-  await writer?.close();
+  // Everything the container wrote is in the file before it is EXITED; the descriptor closes after.
+  await writer?.close({ waitForClose: false });
   if (ctx.containers.get(container.id) === undefined) return;
   ctx.containers.updateStatus(container.id, (s) => ({
     ...s,

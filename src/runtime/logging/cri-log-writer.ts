@@ -202,8 +202,12 @@ export class CriLogWriter {
     await reopened;
   }
 
-  /** Writes any trailing partial line, flushes, and closes the file. */
-  async close(): Promise<void> {
+  /**
+   * Writes any trailing partial line, flushes, and closes the file. With `waitForClose: false` it
+   * resolves once everything is written (what a reader of the file needs) and the descriptor is
+   * closed right after, without the caller waiting for it.
+   */
+  async close(options: { waitForClose?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     const now = this.clock.nowNanos();
     for (const stream of ['stdout', 'stderr'] as const) {
@@ -215,7 +219,8 @@ export class CriLogWriter {
     // rather than reopening the file after it was closed.
     this.closed = true;
     await this.flush();
-    await this.files.close(this);
+    const closing = this.files.close(this);
+    if (options.waitForClose !== false) await closing;
   }
 
   private partialOf(stream: LogStream): string {
