@@ -189,6 +189,10 @@ export const containerDerivation: ContainerDerivation = (() => {
       configs.delete(record);
       specs.delete(record);
     },
+    amend: (record, change) => {
+      const cached = specs.peek(record);
+      if (cached !== undefined) change(cached);
+    },
   };
 })();
 

@@ -2,6 +2,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity } from './windows/container-identity.js';
 import { parseCredentialSpec } from './windows/credential-spec.js';
+import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
 /**
@@ -25,7 +26,7 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   const document = credentialSpec === undefined ? undefined : parseCredentialSpec(credentialSpec);
   // The spec shows the document HCS accepted as windows.credentialSpec (derived from the record).
   container.credentialSpec = credentialSpec;
-  container.specChanged();
+  container.specAmended((spec) => applyWindowsSpecOpts(spec, withWindowsCredentialSpec(document)));
 
   windows.checkFault('identity', id);
   const decision = evaluateContainerIdentity(

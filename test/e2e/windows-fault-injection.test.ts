@@ -103,6 +103,20 @@ describe('Windows credential spec fault injection through the CRI socket', funct
         });
       }
 
+      it('the spec a start amends in place (windows.credentialSpec) is the spec composed afresh', async () => {
+        const cri = rt!.cri;
+        const pod = windowsPodConfig('amend', join(rt!.dir, 'pods'), SECURITY);
+        const { containerId } = await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY));
+        await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId });
+        const record = rt!.runtime.context.containers.get(containerId);
+        if (record === undefined) throw new Error(`no record of ${containerId}`);
+        const amended = JSON.stringify(record.ociSpec);
+        expect(JSON.parse(amended).windows.credentialSpec.DomainJoinConfig.MachineAccountName).to.equal('WebApplication1');
+        record.specChanged();
+        expect(JSON.stringify(record.ociSpec)).to.equal(amended);
+        await removeAllPods(cri);
+      });
+
       it('a process that cannot start (unknown program) leaves no credential spec behind', async () => {
         const cri = rt!.cri;
         const pod = windowsPodConfig('no-program', join(rt!.dir, 'pods'), SECURITY);

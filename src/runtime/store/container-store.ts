@@ -100,6 +100,8 @@ export interface ContainerDerivation {
   files(record: ContainerRecord): ContainerFiles;
   /** Drops what it cached for the record (its spec inputs changed, or it was removed). */
   forget(record: ContainerRecord): void;
+  /** Applies a change of the spec's inputs to the cached spec, if there is one (else the next derive has it). */
+  amend(record: ContainerRecord, change: (spec: OciSpec) => void): void;
 }
 
 export interface ContainerRecordInit {
@@ -242,6 +244,14 @@ export class ContainerRecord {
   /** Call after changing an input of the spec (resources, credential spec). */
   specChanged(): void {
     this.derive.forget(this);
+  }
+
+  /**
+   * Call after changing an input of the spec, with the same change as a spec option: a cached
+   * spec takes it in place (what a fresh derive would give), without composing the spec again.
+   */
+  specAmended(change: (spec: OciSpec) => void): void {
+    this.derive.amend(this, change);
   }
 }
 

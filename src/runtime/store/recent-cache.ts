@@ -24,6 +24,11 @@ export class RecentCache<K, V> {
     return value;
   }
 
+  /** The cached value, if any, without computing one or changing its recency. */
+  peek(key: K): V | undefined {
+    return this.entries.get(key);
+  }
+
   delete(key: K): void {
     this.entries.delete(key);
   }
