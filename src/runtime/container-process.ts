@@ -19,7 +19,10 @@ export function executionTarget(container: ContainerRecord, sandbox: SandboxReco
       stdinOpen: container.config.stdin,
     },
     processes: container.processes,
-    files: container.files,
+    // Made on first use: most containers never read or write a private file.
+    get files() {
+      return container.files;
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { internValues } from './store/intern.js';
 import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
 import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandboxResponse.js';
 import { CleanupStack } from './cleanup.js';
@@ -68,8 +69,8 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       id,
       name,
       config,
-      labels: config.labels,
-      annotations: config.annotations,
+      labels: internValues(config.labels),
+      annotations: internValues(config.annotations),
       runtimeHandler: req.runtime_handler,
       os,
       createdAtNanos: ctx.clock.nowNanos(),
