@@ -1,7 +1,8 @@
 import type { RuntimeContext } from './runtime-context.js';
-import type { ContainerRecord } from './store/container-store.js';
-import { evaluateContainerIdentity, identityStartError, type ContainerIdentity } from './windows/container-identity.js';
-import { parseCredentialSpec } from './windows/credential-spec.js';
+import type { ContainerRecord, IdentitySource } from './store/container-store.js';
+import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
+import { RecentCache } from './store/recent-cache.js';
+import { parseCredentialSpec, type CredentialSpecDocument } from './windows/credential-spec.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
@@ -29,21 +30,53 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   container.specAmended((spec) => applyWindowsSpecOpts(spec, withWindowsCredentialSpec(document)));
 
   windows.checkFault('identity', id);
-  const decision = evaluateContainerIdentity(
+  const decision = decideIdentity(windows, container, document);
+  const startError = identityStartError(decision);
+  if (startError !== undefined) throw startError;
+
+  const source = identitySourceOf(windows);
+  source.remember(container, decision.identity);
+  container.startedWithIdentity(source);
+  container.user = decision.identity.userName;
+  windows.checkFault('process-start', id);
+}
+
+/** The mock HCS's decision for a container: its identity against the node's simulated AD. */
+function decideIdentity(windows: RuntimeContext['windows'], container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
+  return evaluateContainerIdentity(
     windows.node,
     document,
     container.config.windows?.security_context?.run_as_username,
     container.imageConfig.user,
     container.ociSpec.hostname,
     windows.mode,
-    { hostProcess: container.config.windows?.security_context?.host_process ?? false, containerId: id },
+    { hostProcess: container.config.windows?.security_context?.host_process ?? false, containerId: container.id },
   );
-  const startError = identityStartError(decision);
-  if (startError !== undefined) throw startError;
+}
 
-  container.windowsIdentity = decision.identity;
-  container.user = decision.identity.userName;
-  windows.checkFault('process-start', id);
+/** How many recently used containers keep their identity object. */
+const IDENTITY_CACHE_SIZE = 256;
+const identitySources = new WeakMap<RuntimeContext['windows'], IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void }>();
+
+/**
+ * The identities of a runtime's started containers: the one decided at start is kept for recently
+ * used containers; for others the same decision is made again (the node and its AD do not change
+ * while the runtime runs, and the decision depends on nothing else).
+ */
+function identitySourceOf(windows: RuntimeContext['windows']): IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void } {
+  let source = identitySources.get(windows);
+  if (source === undefined) {
+    const cache = new RecentCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+    const decide = (record: ContainerRecord): ContainerIdentity =>
+      decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : (JSON.parse(record.credentialSpec) as CredentialSpecDocument)).identity;
+    source = {
+      identityOf: (record) => cache.get(record, decide),
+      forget: (record) => cache.delete(record),
+      remember: (record, identity) => void cache.get(record, () => identity),
+    };
+    identitySources.set(windows, source);
+  }
+  return source;
 }
 
 /** The identity a started Windows container runs with, if it has one. */

@@ -103,7 +103,7 @@ describe('Windows credential spec fault injection through the CRI socket', funct
         });
       }
 
-      it('the spec a start amends in place (windows.credentialSpec) is the spec composed afresh', async () => {
+      it('the spec a start amends in place and the identity it decides are what deriving them afresh gives', async () => {
         const cri = rt!.cri;
         const pod = windowsPodConfig('amend', join(rt!.dir, 'pods'), SECURITY);
         const { containerId } = await createWindowsContainer(cri, pod, windowsContainerConfig('app', IIS, SECURITY));
@@ -112,8 +112,12 @@ describe('Windows credential spec fault injection through the CRI socket', funct
         if (record === undefined) throw new Error(`no record of ${containerId}`);
         const amended = JSON.stringify(record.ociSpec);
         expect(JSON.parse(amended).windows.credentialSpec.DomainJoinConfig.MachineAccountName).to.equal('WebApplication1');
-        record.specChanged();
+        const identity = JSON.stringify(record.windowsIdentity);
+        expect(JSON.parse(identity).domainAccess.kind).to.equal('ok');
+        // Forgotten (as when evicted from the caches of recent containers) and derived again.
+        record.released();
         expect(JSON.stringify(record.ociSpec)).to.equal(amended);
+        expect(JSON.stringify(record.windowsIdentity)).to.equal(identity);
         await removeAllPods(cri);
       });
 

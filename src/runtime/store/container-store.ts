@@ -105,6 +105,15 @@ export interface ContainerDerivation {
   amend(record: ContainerRecord, change: (spec: OciSpec) => void): void;
 }
 
+/**
+ * Gives a started Windows container's identity again: decided by the mock HCS at start, derived
+ * (and cached for recently used containers) rather than stored with every container.
+ */
+export interface IdentitySource {
+  identityOf(record: ContainerRecord): ContainerIdentity;
+  forget(record: ContainerRecord): void;
+}
+
 export interface ContainerRecordInit {
   id: string;
   sandbox: SandboxRecord;
@@ -165,8 +174,8 @@ export class ContainerRecord {
   securityOptions: string[];
   /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec). */
   credentialSpec: string | undefined;
-  /** The identity the mock HCS decided at start (Windows). */
-  windowsIdentity: ContainerIdentity | undefined;
+  /** Where the identity the mock HCS decided at start comes from (Windows, once started). */
+  private identitySource: IdentitySource | undefined;
   /** The effective user name commands print (`root`, `1002`, `ContainerUser`). */
   user: string;
   /** The resources of the config, as UpdateContainerResources last set them. */
@@ -207,7 +216,7 @@ export class ContainerRecord {
     this.seccomp = init.seccomp;
     this.securityOptions = init.securityOptions;
     this.credentialSpec = undefined;
-    this.windowsIdentity = undefined;
+    this.identitySource = undefined;
     this.user = init.user;
     this.resources = init.resources;
     this.processes = init.processes;
@@ -238,9 +247,26 @@ export class ContainerRecord {
     return (this.filesMade ??= this.derive.files(this));
   }
 
+  /** The identity a started Windows container runs with (undefined before its start). */
+  get windowsIdentity(): ContainerIdentity | undefined {
+    return this.identitySource?.identityOf(this);
+  }
+
+  /** The container started with the identity `source` gives. */
+  startedWithIdentity(source: IdentitySource): void {
+    this.identitySource = source;
+  }
+
   /** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
   get platform(): Record<string, unknown> {
-    return this.windowsIdentity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: this.windowsIdentity };
+    const identity = this.windowsIdentity;
+    return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
+  }
+
+  /** Drops whatever was derived and cached for the container (it was removed). */
+  released(): void {
+    this.derive.forget(this);
+    this.identitySource?.forget(this);
   }
 
   /** Call after changing an input of the spec (resources, credential spec). */
