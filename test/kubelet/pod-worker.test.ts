@@ -1,11 +1,9 @@
 import { expect } from 'chai';
-import { access, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { createCriClient, type CriClient } from '../../src/cri/proto.js';
 import { effectivePullPolicy, runPodOnce } from '../../src/kubelet/pod-worker.js';
-import { ScriptedRuntime } from './support/scripted-runtime.js';
+import { useScriptedRuntime } from './support/scripted-runtime.js';
 
 const container = (name: string, image = 'nano:ltsc2022', extra: Partial<V1Container> = {}): V1Container => ({ name, image, ...extra });
 const pod = (containers: V1Container[], extra: Partial<V1Pod['spec']> = {}): V1Pod => ({
@@ -14,21 +12,8 @@ const pod = (containers: V1Container[], extra: Partial<V1Pod['spec']> = {}): V1P
 });
 
 describe('pod worker (one SyncPod pass over CRI)', () => {
-  let dir: string;
-  let runtime: ScriptedRuntime;
-  let cri: CriClient;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'winsim-worker-'));
-    runtime = new ScriptedRuntime();
-    await runtime.listen(join(dir, 'cri.sock'));
-    cri = createCriClient(`unix://${join(dir, 'cri.sock')}`);
-  });
-  afterEach(async () => {
-    cri.close();
-    runtime.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
-  const run = (p: V1Pod) => runPodOnce(cri, p, { podLogsRoot: join(dir, 'pods'), pollIntervalMs: 5, callTimeoutMs: 5000 });
+  const fx = useScriptedRuntime('winsim-worker-');
+  const run = (p: V1Pod) => runPodOnce(fx.cri, p, { podLogsRoot: join(fx.dir, 'pods'), pollIntervalMs: 5, callTimeoutMs: 5000 });
 
   it('runs the sandbox, pulls only what is missing, creates and starts every container', async () => {
     const outcome = await run(pod([container('a'), container('b', 'iis:ltsc2022')], { securityContext: { windowsOptions: { gmsaCredentialSpec: '{"ok":1}' } } }));
@@ -37,16 +22,16 @@ describe('pod worker (one SyncPod pass over CRI)', () => {
       { name: 'a', kind: 'regular', state: 'started', containerId: 'ctr-a' },
       { name: 'b', kind: 'regular', state: 'started', containerId: 'ctr-b' },
     ]);
-    expect(runtime.calls.filter((c) => c === 'PullImage')).to.have.length(1);
+    expect(fx.runtime.calls.filter((c) => c === 'PullImage')).to.have.length(1);
     // The resolved image id goes to the runtime, the spec's reference beside it.
-    expect(runtime.created.map((c) => [c.image!.image, c.image!.user_specified_image])).to.deep.equal([
+    expect(fx.runtime.created.map((c) => [c.image!.image, c.image!.user_specified_image])).to.deep.equal([
       ['sha256:nano:ltsc2022', 'nano:ltsc2022'],
       ['sha256:iis:ltsc2022', 'iis:ltsc2022'],
     ]);
     // The kubelet creates the pod and container log directories the runtime writes into.
-    await access(join(dir, 'pods', 'apps_web_uid-1', 'a'));
-    await access(join(dir, 'pods', 'apps_web_uid-1', 'b'));
-    expect(runtime.created.map((c) => c.windows!.security_context!.credential_spec)).to.deep.equal(['{"ok":1}', '{"ok":1}']);
+    await access(join(fx.dir, 'pods', 'apps_web_uid-1', 'a'));
+    await access(join(fx.dir, 'pods', 'apps_web_uid-1', 'b'));
+    expect(fx.runtime.created.map((c) => c.windows!.security_context!.credential_spec)).to.deep.equal(['{"ok":1}', '{"ok":1}']);
     expect(outcome.events.map((e) => `${e.container}:${e.reason}`)).to.deep.equal(['a:Pulled', 'a:Created', 'a:Started', 'b:Pulling', 'b:Pulled', 'b:Created', 'b:Started']);
     expect(outcome.events.filter((e) => e.container === 'a').map((e) => e.message)).to.deep.equal([
       'Container image "nano:ltsc2022" already present on machine',
@@ -56,17 +41,17 @@ describe('pod worker (one SyncPod pass over CRI)', () => {
   });
 
   it('reports a sandbox failure and touches no container', async () => {
-    runtime.failSandbox = true;
+    fx.runtime.failSandbox = true;
     const outcome = await run(pod([container('a')]));
     expect(outcome.sandboxError).to.deep.equal({ reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to set up sandbox network' });
     expect(outcome.containers).to.deep.equal([{ name: 'a', kind: 'regular', state: 'waiting', reason: 'ContainerCreating' }]);
-    expect(runtime.calls).to.deep.equal(['RunPodSandbox']);
+    expect(fx.runtime.calls).to.deep.equal(['RunPodSandbox']);
   });
 
   it('reports the HostProcess rules as a sandbox failure without calling the runtime', async () => {
     const outcome = await run(pod([container('a', 'nano:ltsc2022', { securityContext: { windowsOptions: { hostProcess: true } } })]));
     expect(outcome.sandboxError!.message).to.equal('Failed to create pod sandbox: hostNetwork is required if Pod contains HostProcess containers');
-    expect(runtime.calls).to.deep.equal([]);
+    expect(fx.runtime.calls).to.deep.equal([]);
   });
 
   const failures: { name: string; container: V1Container; podExtra?: Partial<V1Pod['spec']>; reason: string; message: string }[] = [
@@ -107,7 +92,7 @@ describe('pod worker (one SyncPod pass over CRI)', () => {
       ['init2', 'waiting', 'PodInitializing', undefined],
       ['app', 'waiting', 'PodInitializing', undefined],
     ]);
-    expect(runtime.created.map((c) => c.metadata!.name)).to.deep.equal(['init1']);
+    expect(fx.runtime.created.map((c) => c.metadata!.name)).to.deep.equal(['init1']);
   });
 });
 

@@ -1,41 +1,26 @@
 import { expect } from 'chai';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCriClient, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
 import { runPods, summarizePodRun } from '../../src/kubelet/run-pods.js';
 import { ManifestErrors } from '../../src/kubelet/manifests.js';
-import { ScriptedRuntime } from './support/scripted-runtime.js';
+import { useScriptedRuntime } from './support/scripted-runtime.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
 
 describe('kubelet run pipeline (manifests → admission → CRI)', () => {
-  let dir: string;
-  let runtime: ScriptedRuntime;
-  let cri: CriClient;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'winsim-run-'));
-    runtime = new ScriptedRuntime();
-    await runtime.listen(join(dir, 'cri.sock'));
-    cri = createCriClient(`unix://${join(dir, 'cri.sock')}`);
-  });
-  afterEach(async () => {
-    cri.close();
-    runtime.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const fx = useScriptedRuntime('winsim-run-');
 
   it('runs the bundled example pods: admitted ones reach the runtime, refused ones never do', async () => {
     const podFiles = (await readdir(join(examples, 'pods'))).sort().map((f) => join(examples, 'pods', f));
-    const broken = join(dir, 'broken.yaml');
+    const broken = join(fx.dir, 'broken.yaml');
     await writeFile(broken, 'apiVersion: v1\nkind: Pod\nmetadata: { name: broken }\nspec:\n  containers: [{ image: nano }]\n');
-    const results = await runPods(cri, [...podFiles, broken], {
+    const results = await runPods(fx.cri, [...podFiles, broken], {
       cluster: new DirectoryClusterSource(join(examples, 'cluster')),
       user: requestingUser('alice'),
-      podLogsRoot: join(dir, 'pods'),
+      podLogsRoot: join(fx.dir, 'pods'),
       pollIntervalMs: 5,
     });
     const rows = results.map(summarizePodRun).map((r) => [r.name, r.ready, r.status]);
@@ -52,30 +37,30 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
     ]);
     expect(summarizePodRun(results[0]!).detail).to.equal(`${broken}: document 1: spec.containers[0].name: Required value`);
     // Only admitted pods got a sandbox: seven of the eight example pods, none for the broken file.
-    expect(runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(7);
+    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(7);
   });
 
   it('starts nothing when the cluster manifests are broken', async () => {
-    await writeFile(join(dir, 'bad.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\n');
-    const err = await runPods(cri, [join(examples, 'pods', 'gmsa-pod-level.yaml')], {
-      cluster: new DirectoryClusterSource(dir),
+    await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\n');
+    const err = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-pod-level.yaml')], {
+      cluster: new DirectoryClusterSource(fx.dir),
       user: requestingUser('alice'),
-      podLogsRoot: join(dir, 'pods'),
+      podLogsRoot: join(fx.dir, 'pods'),
     }).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(ManifestErrors);
-    expect(runtime.calls).to.deep.equal([]);
+    expect(fx.runtime.calls).to.deep.equal([]);
   });
 
   it('the KEP design refuses a requesting user without `use` on the ConfigMap', async () => {
-    const results = await runPods(cri, [join(examples, 'pods', 'gmsa-configmap-design.yaml')], {
+    const results = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-configmap-design.yaml')], {
       cluster: new DirectoryClusterSource(join(examples, 'cluster')),
       user: requestingUser('mallory'),
-      podLogsRoot: join(dir, 'pods'),
+      podLogsRoot: join(fx.dir, 'pods'),
     });
     expect(summarizePodRun(results[0]!)).to.deep.include({
       status: 'Forbidden',
       detail: 'user "mallory" is not authorized to `use` GMSA ConfigMap "webserver-credspec" in namespace "contoso-apps"',
     });
-    expect(runtime.calls).to.deep.equal([]);
+    expect(fx.runtime.calls).to.deep.equal([]);
   });
 });

@@ -1,5 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
-import { imageServiceDefinition, runtimeServiceDefinition } from '../../../src/cri/proto.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCriClient, imageServiceDefinition, runtimeServiceDefinition, type CriClient } from '../../../src/cri/proto.js';
 import type { ContainerConfig__Output } from '../../../src/generated/runtime/v1/ContainerConfig.js';
 
 /**
@@ -78,3 +81,31 @@ export class ScriptedRuntime {
   }
 }
 
+
+/** What each test of a suite gets from useScriptedRuntime (set before each test). */
+export interface ScriptedRuntimeFixture {
+  /** A fresh temporary directory (removed after the test). */
+  dir: string;
+  runtime: ScriptedRuntime;
+  cri: CriClient;
+}
+
+/**
+ * For every test of the calling suite: a ScriptedRuntime on a socket in a fresh temporary
+ * directory and a CRI client for it, all closed and removed after the test.
+ */
+export function useScriptedRuntime(prefix: string): ScriptedRuntimeFixture {
+  const fx = {} as ScriptedRuntimeFixture;
+  beforeEach(async () => {
+    fx.dir = await mkdtemp(join(tmpdir(), prefix));
+    fx.runtime = new ScriptedRuntime();
+    await fx.runtime.listen(join(fx.dir, 'cri.sock'));
+    fx.cri = createCriClient(`unix://${join(fx.dir, 'cri.sock')}`);
+  });
+  afterEach(async () => {
+    fx.cri.close();
+    fx.runtime.stop();
+    await rm(fx.dir, { recursive: true, force: true });
+  });
+  return fx;
+}
