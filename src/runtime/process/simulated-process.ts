@@ -280,13 +280,8 @@ export class SimulatedProcess implements ProcessEntry {
       if (this.command.options.traps?.includes(reason) !== true) return 128 + signalNumber(reason);
       return normaliseExitCode(wait.onSignal(reason, io), this.os);
     }
-    const running = this.running;
-    if (running?.onParentAbort !== undefined) {
-      // A child keeps its parent's lifetime: the listener stays, the rest goes.
-      this.running = { options: running.options, abort: running.abort, onParentAbort: running.onParentAbort };
-    } else {
-      this.running = undefined;
-    }
+    // A child keeps what ties it to its parent's lifetime (removed again when it exits).
+    if (this.running?.onParentAbort === undefined) this.running = undefined;
     this.waiting = wait;
     this.waitingIo = io;
     return WAITS;
