@@ -3,6 +3,7 @@ import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerC
 import type { CreateContainerRequest__Output } from '../generated/runtime/v1/CreateContainerRequest.js';
 import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
+import { memoByObject } from './memo.js';
 import { ContainerFiles } from './process/container-files.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
@@ -81,16 +82,7 @@ function buildSandboxFiles(sandbox: SandboxRecord): Map<string, string> {
 }
 
 /** The pod's files, built once per sandbox on first use and shared by its containers. */
-const podFiles = new WeakMap<SandboxRecord, ReadonlyMap<string, string>>();
-
-function sandboxFiles(sandbox: SandboxRecord): ReadonlyMap<string, string> {
-  let files = podFiles.get(sandbox);
-  if (files === undefined) {
-    files = buildSandboxFiles(sandbox);
-    podFiles.set(sandbox, files);
-  }
-  return files;
-}
+const sandboxFiles: (sandbox: SandboxRecord) => ReadonlyMap<string, string> = memoByObject(buildSandboxFiles);
 
 /** Composes the container's OCI spec from the image config, the CRI config and the sandbox. */
 export function buildContainerSpec(
@@ -181,9 +173,7 @@ export const containerDerivation: ContainerDerivation = (() => {
   return {
     config: (record) => configs.get(record, deriveConfig),
     spec: (record) => specs.get(record, deriveSpec),
-    remember: (record, config) => {
-      configs.get(record, () => config);
-    },
+    remember: (record, config) => configs.set(record, config),
     files: (record) => ContainerFiles.forPod(record.sandbox, sandboxFiles),
     forget: (record) => {
       configs.delete(record);
@@ -238,7 +228,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     // Windows: the dockershim layer hands the credential spec over (removed again by `cleanup`
     // if anything below fails).
     const staged = os === 'windows' ? await stageCredentialSpec(ctx, config, id, cleanup) : [];
-    const securityOptions = staged.length === 0 ? (EMPTY_STRINGS as string[]) : staged;
+    const securityOptions = staged.length === 0 ? EMPTY_STRINGS : staged;
     // CRI NamespaceMode POD (0, also when unset) joins the pod's PID namespace on Linux, as
     // containerd does; the kubelet sends CONTAINER unless the pod shares its process namespace.
     const pidMode = config.linux?.security_context?.namespace_options?.pid ?? 0;

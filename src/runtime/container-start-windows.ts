@@ -1,6 +1,7 @@
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord, IdentitySource } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
+import { memoByObject } from './memo.js';
 import { RecentCache } from './store/recent-cache.js';
 import { parseCredentialSpec, type CredentialSpecDocument } from './windows/credential-spec.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
@@ -56,28 +57,22 @@ function decideIdentity(windows: RuntimeContext['windows'], container: Container
 
 /** How many recently used containers keep their identity object. */
 const IDENTITY_CACHE_SIZE = 256;
-const identitySources = new WeakMap<RuntimeContext['windows'], IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void }>();
 
 /**
  * The identities of a runtime's started containers: the one decided at start is kept for recently
  * used containers; for others the same decision is made again (the node and its AD do not change
  * while the runtime runs, and the decision depends on nothing else).
  */
-function identitySourceOf(windows: RuntimeContext['windows']): IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void } {
-  let source = identitySources.get(windows);
-  if (source === undefined) {
-    const cache = new RecentCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
-    const decide = (record: ContainerRecord): ContainerIdentity =>
-      decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : (JSON.parse(record.credentialSpec) as CredentialSpecDocument)).identity;
-    source = {
-      identityOf: (record) => cache.get(record, decide),
-      forget: (record) => cache.delete(record),
-      remember: (record, identity) => void cache.get(record, () => identity),
-    };
-    identitySources.set(windows, source);
-  }
-  return source;
-}
+const identitySourceOf = memoByObject((windows: RuntimeContext['windows']) => {
+  const cache = new RecentCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  const decide = (record: ContainerRecord): ContainerIdentity =>
+    decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : (JSON.parse(record.credentialSpec) as CredentialSpecDocument)).identity;
+  return {
+    identityOf: (record: ContainerRecord) => cache.get(record, decide),
+    forget: (record: ContainerRecord) => cache.delete(record),
+    remember: (record: ContainerRecord, identity: ContainerIdentity) => cache.set(record, identity),
+  } satisfies IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void };
+});
 
 /** The identity a started Windows container runs with, if it has one. */
 export function windowsIdentity(container: ContainerRecord): ContainerIdentity | undefined {

@@ -1,6 +1,7 @@
 import type { StartContainerRequest__Output } from '../generated/runtime/v1/StartContainerRequest.js';
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
+import { memoByObject } from './memo.js';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { prepareWindowsStart, releaseCredentialSpecAfterStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
@@ -122,28 +123,14 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
 }
 
 /** One log error handler per runtime, shared by its containers' log writers. */
-const logErrorHandlers = new WeakMap<RuntimeContext, (err: Error, path: string) => void>();
-
-function logErrorHandlerOf(ctx: RuntimeContext): (err: Error, path: string) => void {
-  let handler = logErrorHandlers.get(ctx);
-  if (handler === undefined) {
-    handler = (err, path) => ctx.logger.warn({ err, logPath: path }, 'writing the container log failed');
-    logErrorHandlers.set(ctx, handler);
-  }
-  return handler;
-}
+const logErrorHandlerOf = memoByObject(
+  (ctx: RuntimeContext) => (err: Error, path: string): void => ctx.logger.warn({ err, logPath: path }, 'writing the container log failed'),
+);
 
 /** One exit handler per runtime, shared by its containers (no closure per container). */
-const exitHandlers = new WeakMap<RuntimeContext, (container: ContainerRecord, exit: ProcessExit) => Promise<void>>();
-
-function exitHandlerOf(ctx: RuntimeContext): (container: ContainerRecord, exit: ProcessExit) => Promise<void> {
-  let handler = exitHandlers.get(ctx);
-  if (handler === undefined) {
-    handler = (container, exit) => handleExit(ctx, container, exit);
-    exitHandlers.set(ctx, handler);
-  }
-  return handler;
-}
+const exitHandlerOf = memoByObject(
+  (ctx: RuntimeContext) => (container: ContainerRecord, exit: ProcessExit): Promise<void> => handleExit(ctx, container, exit),
+);
 
 /**
  * The init process exited: every other process of the container dies with it, the log is

@@ -11,6 +11,7 @@ import type { ContainerFiles } from '../process/container-files.js';
 import { ProcessTable } from '../process/process-table.js';
 import type { ExitObserver, ProcessExit, SimulatedProcess } from '../process/simulated-process.js';
 import { intern, internValues } from './intern.js';
+import { RecentCache } from './recent-cache.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 import type { SandboxRecord } from './sandbox-store.js';
 import type { ContainerIdentity } from '../windows/container-identity.js';
@@ -129,7 +130,7 @@ export interface ContainerRecordInit {
   runtimeOwnedLog: boolean;
   args: readonly string[];
   seccomp: OciSeccomp | undefined;
-  securityOptions: string[];
+  securityOptions: readonly string[];
   user: string;
   resources: ContainerResources | null;
   processes: ProcessTable;
@@ -145,7 +146,6 @@ export interface ContainerRecordInit {
  */
 export class ContainerRecord {
   readonly id: string;
-  readonly sandboxId: string;
   /** The sandbox it was created in (the OCI spec's hostname, sysctls and files come from it). */
   readonly sandbox: SandboxRecord;
   /** The reserved name: `<name>_<pod name>_<namespace>_<pod uid>_<attempt>`. */
@@ -171,7 +171,7 @@ export class ContainerRecord {
   /** The seccomp profile resolved at create (Linux). */
   readonly seccomp: OciSeccomp | undefined;
   /** Docker-style security options (`credentialspec=file://…`), set by the dockershim layer. */
-  securityOptions: string[];
+  readonly securityOptions: readonly string[];
   /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec). */
   credentialSpec: string | undefined;
   /** Where the identity the mock HCS decided at start comes from (Windows, once started). */
@@ -196,7 +196,6 @@ export class ContainerRecord {
   constructor(init: ContainerRecordInit) {
     const { labels, annotations, metadata, image } = init.config;
     this.id = init.id;
-    this.sandboxId = init.sandbox.id;
     this.sandbox = init.sandbox;
     this.name = init.name;
     if (metadata !== null) metadata.name = intern(metadata.name);
@@ -230,6 +229,10 @@ export class ContainerRecord {
     this.configKeys = sharedKeyList(keys);
     this.configValues = JSON.stringify(keys.map((k) => (KEPT_CONFIG_FIELDS.has(k) ? null : init.config[k as keyof ContainerConfig__Output])));
     this.derive = init.derive;
+  }
+
+  get sandboxId(): string {
+    return this.sandbox.id;
   }
 
   /** The CreateContainer config (derived; do not change it). */
@@ -285,8 +288,9 @@ export class ContainerRecord {
 
 /** Config fields the record keeps as fields of its own, left out of `configValues`. */
 const KEPT_CONFIG_FIELDS = new Set(['labels', 'annotations', 'metadata', 'image']);
-const keyLists = new Map<string, readonly string[]>();
-const imageSpecs = new Map<string, ImageSpec__Output>();
+/** Key lists and image specs shared between containers (bounded; the least recently used go first). */
+const keyLists = new RecentCache<string, readonly string[]>(64);
+const imageSpecs = new RecentCache<string, ImageSpec__Output>(1024);
 
 /**
  * One frozen image spec per image for the usual spec without annotations: every container of an
@@ -295,24 +299,12 @@ const imageSpecs = new Map<string, ImageSpec__Output>();
 function sharedImageSpec(spec: ImageSpec__Output | null): ImageSpec__Output | null {
   if (spec === null || Object.keys(spec.annotations ?? {}).length > 0) return spec;
   const id = [spec.image, spec.user_specified_image, spec.runtime_handler, spec.image_ref].join('\0');
-  const shared = imageSpecs.get(id);
-  if (shared !== undefined) return shared;
-  const frozen = Object.freeze({ ...spec, annotations: Object.freeze({}) });
-  // Bounded: a node runs a bounded set of images; past that, specs are simply not shared.
-  if (imageSpecs.size < 1024) imageSpecs.set(id, frozen);
-  return frozen;
+  return imageSpecs.get(id, () => Object.freeze({ ...spec, annotations: Object.freeze({}) }));
 }
 
 /** One frozen array per distinct key list (configs decoded from the wire all share one). */
 function sharedKeyList(keys: string[]): readonly string[] {
-  const id = keys.join(',');
-  let list = keyLists.get(id);
-  if (list === undefined) {
-    list = Object.freeze(keys);
-    // Bounded: key lists come from the proto's fields; a flood of odd ones is simply not shared.
-    if (keyLists.size < 64) keyLists.set(id, list);
-  }
-  return list;
+  return keyLists.get(keys.join(','), () => Object.freeze(keys));
 }
 
 const TRANSITIONS = new Map<number, Set<number>>([

@@ -1,3 +1,5 @@
+import { RecentCache } from './recent-cache.js';
+
 /**
  * One copy of the short strings many records repeat: label and annotation values such as the
  * namespace or a restart count, container names, image names, commands. Decoding a request makes
@@ -6,22 +8,12 @@
  * The table is bounded and forgets the least recently used string first, so values that are
  * unique per pod (names, uids) pass through it without crowding out the repeated ones.
  */
-const MAX_ENTRIES = 4096;
 const MAX_LENGTH = 256;
-const table = new Map<string, string>();
+const table = new RecentCache<string, string>(4096);
+const itself = (value: string): string => value;
 
 export function intern(value: string): string {
-  if (value.length > MAX_LENGTH) return value;
-  const shared = table.get(value);
-  if (shared !== undefined) {
-    // Most recently used last: re-inserting is O(1) and keeps it from being forgotten.
-    table.delete(value);
-    table.set(value, shared);
-    return shared;
-  }
-  table.set(value, value);
-  if (table.size > MAX_ENTRIES) table.delete(table.keys().next().value as string);
-  return value;
+  return value.length > MAX_LENGTH ? value : table.get(value, itself);
 }
 
 /** Interns every value of a string map in place (labels, annotations) and returns it. */

@@ -19,9 +19,15 @@ export class RecentCache<K, V> {
       return cached;
     }
     const value = compute(key);
+    this.set(key, value);
+    return value;
+  }
+
+  /** Keeps value for key as the most recent entry. */
+  set(key: K, value: V): void {
+    this.entries.delete(key);
     this.entries.set(key, value);
     if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
-    return value;
   }
 
   /** The cached value, if any, without computing one or changing its recency. */
