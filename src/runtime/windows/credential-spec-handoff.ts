@@ -57,6 +57,10 @@ export function newCredentialSpecName(): string {
   return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomBytes(40).toString('hex')}`;
 }
 
+function outstandingKey(staged: StagedCredentialSpec): string {
+  return `${staged.transport}:${staged.name}`;
+}
+
 /** The staged credential spec a security option refers to, if it is one this layer created. */
 export function stagedFromSecurityOption(option: string): StagedCredentialSpec | undefined {
   const match = /^credentialspec=(file|registry):\/\/(.*)$/i.exec(option);
@@ -88,6 +92,12 @@ export class CredentialSpecHandoff {
   readonly registry: SimulatedRegistry;
   private readonly logger: Logger;
   private readonly observer: CredentialSpecHandoffObserver;
+  /**
+   * `transport:name` of every spec this hand-off staged and has not yet seen removed. Containers
+   * do not outlive the runtime and the start-up sweep takes whatever an earlier run left, so a
+   * staged spec that is not in here is already gone: RemoveContainer skips the disk for it.
+   */
+  private readonly outstanding = new Set<string>();
 
   private constructor(
     transport: CredentialSpecTransportKind,
@@ -126,6 +136,7 @@ export class CredentialSpecHandoff {
   /** Writes the credential spec (file 0600 with an unguessable name, or a registry value). */
   async stage(credentialSpec: string): Promise<StagedCredentialSpec> {
     const staged = await this.write(credentialSpec);
+    this.outstanding.add(outstandingKey(staged));
     this.observer.onWritten?.(staged);
     return staged;
   }
@@ -162,6 +173,7 @@ export class CredentialSpecHandoff {
       throw new Error(`refusing to remove ${JSON.stringify(staged.name)}: not a staged credential spec name`);
     }
     const removed = await this.delete(staged);
+    this.outstanding.delete(outstandingKey(staged));
     if (removed) this.observer.onRemoved?.(staged);
     return removed;
   }
@@ -182,14 +194,16 @@ export class CredentialSpecHandoff {
   }
 
   /**
-   * Deletes the staged credential specs a container's security options name (RemoveContainer).
-   * Options that name anything else (a user's own `file://x.json`) are left alone.
+   * Deletes the staged credential specs a container's security options name that are still there
+   * (RemoveContainer): cri-dockerd's registry value, or the KEP's file when its removal after
+   * StartContainer failed. Options that name anything else (a user's own `file://x.json`) are
+   * left alone.
    */
   async removeReferenced(securityOptions: readonly string[]): Promise<number> {
     let removed = 0;
     for (const option of securityOptions) {
       const staged = stagedFromSecurityOption(option);
-      if (staged !== undefined && (await this.remove(staged))) removed++;
+      if (staged !== undefined && this.outstanding.has(outstandingKey(staged)) && (await this.remove(staged))) removed++;
     }
     return removed;
   }

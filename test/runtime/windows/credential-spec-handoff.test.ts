@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -85,6 +85,25 @@ describe('credential spec hand-off (dockershim layer)', () => {
       const removed = await handoff.removeReferenced([staged.securityOption, 'credentialspec=file://WebApplication1.json', 'credentialspec=raw://{}']);
       expect(removed).to.equal(1);
       expect(await readdir(handoff.directory)).to.deep.equal(['WebApplication1.json']);
+    });
+
+    it('RemoveContainer retries a file whose removal after StartContainer failed, and only that', async () => {
+      const handoff = await CredentialSpecHandoff.open(stateDir);
+      const failed = await handoff.stage('{}');
+      const released = await handoff.stage('{}');
+      const failedPath = join(handoff.directory, failed.name);
+      // A directory in the file's place (with an entry) makes the unlink after the start fail.
+      await rm(failedPath);
+      await mkdir(join(failedPath, 'busy'), { recursive: true });
+      const afterStart = await handoff.releaseAfterStart([failed.securityOption]).catch((err: NodeJS.ErrnoException) => err);
+      expect(afterStart).to.be.instanceOf(Error);
+      expect(await handoff.releaseAfterStart([released.securityOption])).to.equal(1);
+      await rm(failedPath, { recursive: true });
+      await writeFile(failedPath, '{}');
+      // Nor does it go back to the disk for a spec already removed: a file put under that name since stays.
+      await writeFile(join(handoff.directory, released.name), '{}');
+      expect(await handoff.releaseOnRemove([failed.securityOption, released.securityOption])).to.equal(1);
+      expect(await readdir(handoff.directory)).to.deep.equal([released.name]);
     });
 
     it('refuses to remove a name it did not stage', async () => {
