@@ -2,12 +2,15 @@
  * Where a lifecycle RPC's time goes: the same pod lifecycle as `npm run bench` at concurrency 1,
  * timed by the client (what the bench reports) and inside the runtime's CRI server, from the
  * handler being called to its answer (what the runtime itself adds, without gRPC, HTTP/2, the
- * socket and the scheduling around them).
+ * socket and the scheduling around them); and, for every call slower than --tail-ms, its cause:
+ * a garbage collection pause in the server or in the client, the handler, or none of these.
  *
- *   node dist/bench/handler-timing.js [--scenario gmsa|plain] [--pods 1000] [--warmup 300] [--out FILE]
+ *   node dist/bench/handler-timing.js [--target runtime|floor] [--scenario gmsa|plain] [--pods 1000]
+ *       [--warmup 300] [--tail-ms 1.5] [--out FILE]
  *
- * The runtime runs in a child process (its own event loop, as in the bench) built from the
- * project's NodeRuntime and CriServer with an observer that keeps every handler's duration.
+ * The server runs in a child process (its own event loop, as in the bench): the project's
+ * NodeRuntime and CriServer with an observer that keeps every handler's span, or the bench's
+ * no-op floor server (no handler spans) driven by the same client.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,65 +21,116 @@ import { parseArgs } from 'node:util';
 import { createCriClient } from '../src/cri/proto.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
+import { startFloorServer } from './floor-server.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
+import {
+  absoluteNow,
+  attributeTail,
+  recordGcPauses,
+  summarizeGc,
+  TAIL_CAUSES,
+  type CallSpan,
+  type GcPause,
+  type TailCounts,
+  type TimedSpan,
+} from './tail-attribution.js';
 import { LIFECYCLE_RPCS, podLifecycle, pullBenchImage } from './workload.js';
 
+type Target = 'runtime' | 'floor';
 type ToChild = { kind: 'reset' } | { kind: 'report' };
-type ToParent = { kind: 'ready' } | { kind: 'report'; summaries: Record<string, LatencySummary> } | { kind: 'error'; message: string };
+type ServerReport = { handlers: Record<string, TimedSpan[]>; gc: GcPause[] };
+type ToParent = { kind: 'ready' } | ({ kind: 'report' } & ServerReport) | { kind: 'error'; message: string };
 
 const CALL = { timeoutMs: 15000 };
 /** The whole run is bounded: a child that does not answer in this time is killed. */
 const CHILD_TIMEOUT_MS = 15_000;
 
-/** Child side: the runtime with a CRI server whose observer keeps every handler's duration. */
-async function serve(socketPath: string, stateDir: string): Promise<void> {
-  const samples = new Map<string, number[]>();
-  const runtime = await NodeRuntime.open({ stateDir });
-  const server = new CriServer({
-    runtime,
-    observer: {
-      onCall(method, durationSeconds) {
-        let list = samples.get(method);
-        if (list === undefined) samples.set(method, (list = []));
-        list.push(durationSeconds * 1000);
+/** Child side: the server, keeping every handler's span (the runtime's) and its own GC pauses. */
+async function serve(target: Target, socketPath: string, stateDir: string): Promise<void> {
+  const handlers = new Map<string, TimedSpan[]>();
+  let gc = recordGcPauses();
+  let close: () => Promise<void>;
+  if (target === 'floor') {
+    const floor = await startFloorServer(socketPath);
+    close = () => floor.close();
+  } else {
+    const runtime = await NodeRuntime.open({ stateDir });
+    const server = new CriServer({
+      runtime,
+      observer: {
+        onCall(method, durationSeconds) {
+          const end = absoluteNow();
+          let list = handlers.get(method);
+          if (list === undefined) handlers.set(method, (list = []));
+          list.push({ start: end - durationSeconds * 1000, end });
+        },
       },
-    },
-  });
-  await server.listen(`unix://${socketPath}`);
+    });
+    await server.listen(`unix://${socketPath}`);
+    close = () => server.close().then(() => runtime.close());
+  }
   const send = (m: ToParent): void => void process.send?.(m);
   process.on('message', (m: ToChild) => {
-    if (m.kind === 'reset') samples.clear();
-    else send({ kind: 'report', summaries: Object.fromEntries([...samples].map(([k, v]) => [k, summarize(v)])) });
+    if (m.kind === 'reset') {
+      handlers.clear();
+      gc.stop();
+      gc = recordGcPauses();
+    } else {
+      send({ kind: 'report', handlers: Object.fromEntries(handlers), gc: gc.pauses });
+    }
   });
   process.once('disconnect', () => {
-    void server.close().then(() => runtime.close()).finally(() => process.exit(0));
+    gc.stop();
+    void close().finally(() => process.exit(0));
   });
   send({ kind: 'ready' });
+}
+
+/** The bench's recorder, also keeping each call's span on the absolute clock. */
+class SpanRecorder extends LatencyRecorder {
+  readonly calls: CallSpan[] = [];
+
+  override async time<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const start = absoluteNow();
+    try {
+      return await fn();
+    } finally {
+      const end = absoluteNow();
+      this.calls.push({ operation, start, end });
+      this.record(operation, end - start);
+    }
+  }
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
+      target: { type: 'string', default: 'runtime' },
       scenario: { type: 'string', default: 'gmsa' },
       pods: { type: 'string', default: '1000' },
       warmup: { type: 'string', default: '300' },
+      'tail-ms': { type: 'string', default: '1.5' },
       out: { type: 'string' },
     },
   });
   const pods = Number(values.pods);
   const warmup = Number(values.warmup);
+  const tailMs = Number(values['tail-ms']);
+  if (values.target !== 'runtime' && values.target !== 'floor') throw new Error(`--target must be runtime or floor, not "${values.target}"`);
+  const target: Target = values.target;
   if (!['gmsa', 'plain'].includes(values.scenario)) throw new Error(`--scenario must be gmsa or plain, not "${values.scenario}"`);
   if (!Number.isInteger(pods) || pods < 1 || pods > 100_000) throw new Error(`--pods must be an integer from 1 to 100000, not "${values.pods}"`);
   if (!Number.isInteger(warmup) || warmup < 0 || warmup > 100_000) throw new Error(`--warmup must be an integer from 0 to 100000, not "${values.warmup}"`);
+  if (!(tailMs >= 0 && tailMs <= 60_000)) throw new Error(`--tail-ms must be a number of milliseconds from 0 to 60000, not "${values['tail-ms']}"`);
   const gmsa = values.scenario === 'gmsa';
 
   const dir = mkdtempSync(join(tmpdir(), 'cri-winsim-handler-timing-'));
   const socketPath = join(dir, 'cri.sock');
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', socketPath, join(dir, 'state')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const next = <K extends ToParent['kind']>(kind: K): Promise<Extract<ToParent, { kind: K }>> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the runtime child sent no ${kind} within ${CHILD_TIMEOUT_MS} ms`)), CHILD_TIMEOUT_MS);
+      const timer = setTimeout(() => reject(new Error(`the ${target} child sent no ${kind} within ${CHILD_TIMEOUT_MS} ms`)), CHILD_TIMEOUT_MS);
       const onMessage = (m: ToParent): void => {
         if (m.kind === 'error') reject(new Error(m.message));
         if (m.kind !== kind) return;
@@ -93,20 +147,38 @@ async function main(): Promise<void> {
     const logRoot = join(dir, 'pod-logs');
     for (let i = 0; i < warmup; i++) await podLifecycle(cri, new LatencyRecorder(), { name: `warmup-${i}`, gmsa, logRoot }, image, CALL);
     child.send({ kind: 'reset' } satisfies ToChild);
-    const recorder = new LatencyRecorder();
+    const clientGc = recordGcPauses();
+    const recorder = new SpanRecorder();
     for (let i = 0; i < pods; i++) await podLifecycle(cri, recorder, { name: `pod-${i}`, gmsa, logRoot }, image, CALL);
+    clientGc.stop();
     child.send({ kind: 'report' } satisfies ToChild);
-    const server = (await next('report')).summaries;
+    const server = await next('report');
     const client = recorder.summaries();
+    const handler: Record<string, LatencySummary> = {};
+    for (const [rpc, spans] of Object.entries(server.handlers)) handler[rpc] = summarize(spans.map((h) => h.end - h.start));
+    const tail = attributeTail(recorder.calls, new Map(Object.entries(server.handlers)), server.gc, clientGc.pauses, tailMs);
+    const gc = { server: summarizeGc(server.gc), client: summarizeGc(clientGc.pauses) };
+
     const fmt = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(3)).padStart(8);
-    process.stdout.write(`${values.scenario} lifecycle, ${pods} pods at concurrency 1 after ${warmup} warm-up pods (ms)\n`);
-    process.stdout.write(`${'RPC'.padEnd(18)}${'client p50'.padStart(11)}${'p99'.padStart(9)}${'handler p50'.padStart(12)}${'p99'.padStart(9)}\n`);
+    const counts = (over: number, c: TailCounts): string => [over, ...TAIL_CAUSES.map((k) => c[k])].map((n) => `${n}`.padStart(9)).join('');
+    const out = (line: string): void => void process.stdout.write(`${line}\n`);
+    out(`${values.scenario} lifecycle against the ${target}, ${pods} pods at concurrency 1 after ${warmup} warm-up pods (ms)`);
+    out(
+      `${'RPC'.padEnd(18)}${'client p50'.padStart(11)}${'p99'.padStart(9)}${'handler p50'.padStart(12)}${'p99'.padStart(9)}  |` +
+        `${`>${tailMs} ms`.padStart(9)}${TAIL_CAUSES.map((k) => k.padStart(9)).join('')}`,
+    );
     for (const rpc of LIFECYCLE_RPCS) {
-      process.stdout.write(`${rpc.padEnd(18)}   ${fmt(client[rpc]?.p50)} ${fmt(client[rpc]?.p99)}    ${fmt(server[rpc]?.p50)} ${fmt(server[rpc]?.p99)}\n`);
+      const t = tail.perOperation[rpc] ?? { over: 0, serverGc: 0, clientGc: 0, handler: 0, other: 0 };
+      out(`${rpc.padEnd(18)}   ${fmt(client[rpc]?.p50)} ${fmt(client[rpc]?.p99)}    ${fmt(handler[rpc]?.p50)} ${fmt(handler[rpc]?.p99)}  |${counts(t.over, t)}`);
     }
+    out(`${'all'.padEnd(56)}|${counts(tail.total, tail.byCause)}`);
+    out(
+      `GC pauses: server ${gc.server.count} (${gc.server.totalMs} ms in all, longest ${gc.server.maxMs} ms), ` +
+        `client ${gc.client.count} (${gc.client.totalMs} ms, longest ${gc.client.maxMs} ms)`,
+    );
     if (values.out !== undefined) {
-      writeFileSync(values.out, `${JSON.stringify({ scenario: values.scenario, pods, warmup, client, handler: server }, null, 2)}\n`);
-      process.stdout.write(`wrote ${values.out}\n`);
+      writeFileSync(values.out, `${JSON.stringify({ target, scenario: values.scenario, pods, warmup, client, handler, tail, gc }, null, 2)}\n`);
+      out(`wrote ${values.out}`);
     }
   } finally {
     cri.close();
@@ -119,7 +191,7 @@ async function main(): Promise<void> {
 }
 
 const argv = process.argv.slice(2);
-const run = argv[0] === '--serve' ? serve(argv[1] as string, argv[2] as string) : main();
+const run = argv[0] === '--serve' ? serve(argv[1] as Target, argv[2] as string, argv[3] as string) : main();
 run.catch((err: unknown) => {
   process.stderr.write(`handler-timing: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;

@@ -2,11 +2,31 @@ import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { GcSummary, TailAttribution } from '../../bench/tail-attribution.js';
 import { LIFECYCLE_RPCS } from '../../bench/workload.js';
 import { runProcess } from '../support/process.js';
 import { repoRoot } from '../support/paths.js';
 
 const script = join(repoRoot, 'dist', 'bench', 'handler-timing.js');
+
+interface TimingReport {
+  target: string;
+  client: Record<string, { count: number; p50: number; max: number }>;
+  handler: Record<string, { count: number; p50: number; max: number }>;
+  tail: TailAttribution;
+  gc: { server: GcSummary; client: GcSummary };
+}
+
+function expectEveryCallAttributed(report: TimingReport, pods: number): void {
+  expect(report.tail.total).to.equal(LIFECYCLE_RPCS.length * pods);
+  expect(Object.values(report.tail.byCause).reduce((a, b) => a + b, 0)).to.equal(report.tail.total);
+  for (const rpc of LIFECYCLE_RPCS) {
+    const op = report.tail.perOperation[rpc]!;
+    expect(op.over, rpc).to.equal(pods);
+    expect(op.serverGc + op.clientGc + op.handler + op.other, rpc).to.equal(pods);
+  }
+  for (const side of [report.gc.server, report.gc.client]) expect(side.maxMs).to.be.at.most(side.totalMs);
+}
 
 describe('bench handler timing', function () {
   this.timeout(60_000);
@@ -15,13 +35,15 @@ describe('bench handler timing', function () {
     const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-ht-test-'));
     try {
       const out = join(dir, 'timing.json');
-      const result = await runProcess(process.execPath, [script, '--scenario', 'gmsa', '--pods', '4', '--warmup', '1', '--out', out], { killAfterMs: 45_000 });
+      // --tail-ms 0: every call is in the tail, so each must be put down to exactly one cause.
+      const result = await runProcess(process.execPath, [script, '--scenario', 'gmsa', '--pods', '4', '--warmup', '1', '--tail-ms', '0', '--out', out], {
+        killAfterMs: 45_000,
+      });
       expect(result.code, result.stderr).to.equal(0);
-      expect(result.stdout).to.contain('gmsa lifecycle, 4 pods at concurrency 1 after 1 warm-up pods');
-      const report = JSON.parse(await readFile(out, 'utf8')) as {
-        client: Record<string, { count: number; p50: number; max: number }>;
-        handler: Record<string, { count: number; p50: number; max: number }>;
-      };
+      expect(result.stdout).to.contain('gmsa lifecycle against the runtime, 4 pods at concurrency 1 after 1 warm-up pods');
+      const report = JSON.parse(await readFile(out, 'utf8')) as TimingReport;
+      expect(report.target).to.equal('runtime');
+      expectEveryCallAttributed(report, 4);
       for (const rpc of LIFECYCLE_RPCS) {
         expect(report.client[rpc]?.count, rpc).to.equal(4);
         // The warm-up's calls were reset: only the measured pods' handlers are counted.
@@ -35,9 +57,31 @@ describe('bench handler timing', function () {
     }
   });
 
+  it('drives the no-op floor with the same client, which reports no handler spans', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-ht-test-'));
+    try {
+      const out = join(dir, 'timing.json');
+      const result = await runProcess(process.execPath, [script, '--target', 'floor', '--scenario', 'plain', '--pods', '3', '--warmup', '0', '--tail-ms', '0', '--out', out], {
+        killAfterMs: 45_000,
+      });
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stdout).to.contain('plain lifecycle against the floor, 3 pods');
+      const report = JSON.parse(await readFile(out, 'utf8')) as TimingReport;
+      expect(report.target).to.equal('floor');
+      expect(report.handler).to.deep.equal({});
+      expectEveryCallAttributed(report, 3);
+      expect(report.tail.byCause.handler).to.equal(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a bad option value, naming it', async () => {
     const result = await runProcess(process.execPath, [script, '--pods', 'many'], { killAfterMs: 20_000 });
     expect(result.code).to.equal(1);
     expect(result.stderr).to.contain('--pods must be an integer from 1 to 100000, not "many"');
+    const target = await runProcess(process.execPath, [script, '--target', 'containerd'], { killAfterMs: 20_000 });
+    expect(target.code).to.equal(1);
+    expect(target.stderr).to.contain('--target must be runtime or floor, not "containerd"');
   });
 });
