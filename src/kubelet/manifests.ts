@@ -300,20 +300,23 @@ function duplicatePodError(loaded: LoadedPod, first: ManifestSource): ManifestEr
 
 const podKey = (loaded: LoadedPod): string => `${loaded.pod.metadata!.namespace}/${loaded.pod.metadata!.name}`;
 
-/** Two documents naming the same pod: the later one is refused, as a second create would be. */
+/**
+ * Two documents naming the same pod: the later one is refused, as a second create would be.
+ * True for the first document naming its pod; for a later one the error goes to `duplicates`.
+ */
+function firstOfItsPod(seen: Map<string, ManifestSource>, loaded: LoadedPod, duplicates: ManifestError[]): boolean {
+  const first = seen.get(podKey(loaded));
+  if (first !== undefined) {
+    duplicates.push(duplicatePodError(loaded, first));
+    return false;
+  }
+  seen.set(podKey(loaded), loaded.source);
+  return true;
+}
+
 function withoutDuplicates(pods: readonly LoadedPod[], errors: ManifestError[]): { pods: LoadedPod[]; errors: ManifestError[] } {
   const seen = new Map<string, ManifestSource>();
-  const unique: LoadedPod[] = [];
-  for (const loaded of pods) {
-    const first = seen.get(podKey(loaded));
-    if (first !== undefined) {
-      errors.push(duplicatePodError(loaded, first));
-      continue;
-    }
-    seen.set(podKey(loaded), loaded.source);
-    unique.push(loaded);
-  }
-  return { pods: unique, errors };
+  return { pods: pods.filter((loaded) => firstOfItsPod(seen, loaded, errors)), errors };
 }
 
 /**
@@ -346,12 +349,7 @@ export async function loadPodFiles(
     const result = loadPodManifest(file, text, options);
     errors.push(...result.errors);
     for (const loaded of result.pods) {
-      const first = seen.get(podKey(loaded));
-      if (first !== undefined) {
-        duplicates.push(duplicatePodError(loaded, first));
-        continue;
-      }
-      seen.set(podKey(loaded), loaded.source);
+      if (!firstOfItsPod(seen, loaded, duplicates)) continue;
       pods.push(loaded);
       onPod?.(loaded);
     }
