@@ -2,6 +2,7 @@ import { isAbsolute, join } from 'node:path';
 import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
 import type { CreateContainerRequest__Output } from '../generated/runtime/v1/CreateContainerRequest.js';
 import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
+import { merged } from '../merged.js';
 import { CleanupStack } from './cleanup.js';
 import { memoByObject } from './memo.js';
 import { ContainerFiles } from './process/container-files.js';
@@ -126,14 +127,13 @@ export function buildContainerSpec(
     withLinuxResources(config.linux?.resources ? { ...config.linux.resources } : undefined),
     withWindowsResources(config.windows?.resources ? { ...config.windows.resources } : undefined),
     withSysctls(sandbox.config.linux?.sysctls ?? {}),
-    withAnnotations({
-      ...config.annotations,
+    withAnnotations(merged(config.annotations, {
       'io.kubernetes.cri.container-type': 'container',
       'io.kubernetes.cri.container-name': config.metadata?.name ?? '',
       'io.kubernetes.cri.sandbox-id': sandbox.id,
       'io.kubernetes.cri.image-name': config.image?.image ?? '',
       'io.kubernetes.cri.container-id': id,
-    }),
+    })),
   );
 }
 

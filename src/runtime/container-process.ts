@@ -1,29 +1,46 @@
+import { merged } from '../merged.js';
 import type { ExecutionTarget } from './process/command-registry.js';
+import type { ContainerFiles } from './process/container-files.js';
+import type { ProcessTable } from './process/process-table.js';
+import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
 import { windowsIdentity } from './container-start-windows.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
 
-/** What commands of a container see of it (start and exec share it). */
+/**
+ * What commands of a container see of it (start and exec share it). A class, not a literal with a
+ * getter: V8 turns every object literal with an accessor into a slow dictionary object.
+ */
+class ContainerExecutionTarget implements ExecutionTarget {
+  readonly containerId: string;
+  readonly sandboxId: string;
+  readonly os: 'linux' | 'windows';
+  readonly hostname: string;
+  readonly ociSpec: OciSpec;
+  readonly user: string;
+  readonly platform: Record<string, unknown>;
+  readonly processes: ProcessTable;
+
+  constructor(private readonly container: ContainerRecord, sandbox: SandboxRecord | undefined) {
+    this.containerId = container.id;
+    this.sandboxId = container.sandboxId;
+    this.os = container.os;
+    this.hostname = container.ociSpec.hostname;
+    this.ociSpec = container.ociSpec;
+    this.user = container.user;
+    this.platform = merged(container.platform, { podIp: sandbox?.ip ?? '', stdinOpen: container.config.stdin });
+    this.processes = container.processes;
+  }
+
+  /** Made on first use: most containers never read or write a private file. */
+  get files(): ContainerFiles {
+    return this.container.files;
+  }
+}
+
 export function executionTarget(container: ContainerRecord, sandbox: SandboxRecord | undefined): ExecutionTarget {
-  return {
-    containerId: container.id,
-    sandboxId: container.sandboxId,
-    os: container.os,
-    hostname: container.ociSpec.hostname,
-    ociSpec: container.ociSpec,
-    user: container.user,
-    platform: {
-      ...container.platform,
-      podIp: sandbox?.ip ?? '',
-      stdinOpen: container.config.stdin,
-    },
-    processes: container.processes,
-    // Made on first use: most containers never read or write a private file.
-    get files() {
-      return container.files;
-    },
-  };
+  return new ContainerExecutionTarget(container, sandbox);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { ListContainersResponse } from '../generated/runtime/v1/ListContain
 import { containerInfo, toContainer, toContainerStatus } from './cri-views.js';
 import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { RecordFilter } from './store/record-store.js';
 
 export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest__Output): ContainerStatusResponse {
   if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
@@ -19,14 +20,30 @@ export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest
  * Each element is the store's list view: the same object while the container is unchanged.
  */
 export function listContainers(ctx: RuntimeContext, req: ListContainersRequest__Output): ListContainersResponse {
-  const f = req.filter;
-  const containers = ctx.containers.list({
-    ...(f?.id ? { id: f.id } : {}),
-    ...(f?.state ? { state: f.state.state } : {}),
-    ...(f?.pod_sandbox_id ? { group: resolveSandboxId(ctx, f.pod_sandbox_id) } : {}),
-    ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
-  });
+  const containers = ctx.containers.list(recordFilter(ctx, req.filter));
   return { containers: containers.map((c) => ctx.containers.view(c, toContainer)) };
+}
+
+/** What the CRI list filters (containers, sandboxes, their stats) may set. */
+export interface CriListFilter {
+  id?: string;
+  state?: { state: number } | null;
+  pod_sandbox_id?: string;
+  label_selector?: Record<string, string>;
+}
+
+/**
+ * The store filter for a CRI list filter: only the criteria the request sets (an empty string,
+ * a null state or an empty selector sets none). Built key by key, so that every filter with the
+ * same criteria has one shape.
+ */
+export function recordFilter(ctx: RuntimeContext, f: CriListFilter | null | undefined): RecordFilter {
+  const filter: RecordFilter = {};
+  if (f?.id) filter.id = f.id;
+  if (f?.state) filter.state = f.state.state;
+  if (f?.pod_sandbox_id) filter.group = resolveSandboxId(ctx, f.pod_sandbox_id);
+  if (f?.label_selector) filter.labelSelector = f.label_selector;
+  return filter;
 }
 
 /** A sandbox filter may be a prefix, as ids everywhere else; no match filters everything out. */

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { merged } from '../merged.js';
 import { internValues } from './store/intern.js';
 import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
 import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandboxResponse.js';
@@ -54,14 +55,13 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       os,
       withProcessArgs(os === 'windows' ? ['c:\\windows\\system32\\cmd.exe', '/c', 'pause.exe'] : ['/pause']),
       withHostname(hostname),
-      withAnnotations({
-        ...config.annotations,
+      withAnnotations(merged(config.annotations, {
         'io.kubernetes.cri.container-type': 'sandbox',
         'io.kubernetes.cri.sandbox-id': id,
         'io.kubernetes.cri.sandbox-name': metadata.name,
         'io.kubernetes.cri.sandbox-namespace': metadata.namespace,
         'io.kubernetes.cri.sandbox-uid': metadata.uid,
-      }),
+      })),
       withSysctls(config.linux?.sysctls ?? {}),
       ...(os === 'windows' ? windowsSandboxSpecOpts(config) : []),
     );

@@ -7,6 +7,7 @@ import type { UpdatePodSandboxResourcesResponse } from '../generated/runtime/v1/
 import { nanosToWire } from './clock.js';
 import { sandboxInfo, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './cri-views.js';
 import { RuntimeError } from './errors.js';
+import { recordFilter } from './container-status.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 function mustFindSandbox(ctx: RuntimeContext, id: string) {
@@ -30,12 +31,7 @@ export function podSandboxStatus(ctx: RuntimeContext, req: PodSandboxStatusReque
  * Each element is the store's list view: the same object while the sandbox is unchanged.
  */
 export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__Output): ListPodSandboxResponse {
-  const f = req.filter;
-  const items = ctx.sandboxes.list({
-    ...(f?.id ? { id: f.id } : {}),
-    ...(f?.state ? { state: f.state.state } : {}),
-    ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
-  });
+  const items = ctx.sandboxes.list(recordFilter(ctx, req.filter));
   return { items: items.map((s) => ctx.sandboxes.view(s, toPodSandbox)) };
 }
 

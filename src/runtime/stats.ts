@@ -10,7 +10,7 @@ import type { PodSandboxStats } from '../generated/runtime/v1/PodSandboxStats.js
 import type { PodSandboxStatsRequest__Output } from '../generated/runtime/v1/PodSandboxStatsRequest.js';
 import type { PodSandboxStatsResponse } from '../generated/runtime/v1/PodSandboxStatsResponse.js';
 import { nanosToWire } from './clock.js';
-import { resolveSandboxId } from './container-status.js';
+import { recordFilter } from './container-status.js';
 import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, type ContainerRecord } from './store/container-store.js';
@@ -105,13 +105,8 @@ export function containerStats(ctx: RuntimeContext, req: ContainerStatsRequest__
 
 /** ListContainerStats: every container that is not exited (created and running), filtered. */
 export function listContainerStats(ctx: RuntimeContext, req: ListContainerStatsRequest__Output): ListContainerStatsResponse {
-  const f = req.filter;
   const containers = ctx.containers
-    .list({
-      ...(f?.id ? { id: f.id } : {}),
-      ...(f?.pod_sandbox_id ? { group: resolveSandboxId(ctx, f.pod_sandbox_id) } : {}),
-      ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
-    })
+    .list(recordFilter(ctx, req.filter))
     .filter((c) => c.status.state !== ContainerState.EXITED);
   return { stats: containers.map((c) => buildContainerStats(ctx, c)) };
 }
@@ -176,11 +171,8 @@ export function podSandboxStats(ctx: RuntimeContext, req: PodSandboxStatsRequest
 
 /** ListPodSandboxStats: ready sandboxes, filtered by id and labels. */
 export function listPodSandboxStats(ctx: RuntimeContext, req: ListPodSandboxStatsRequest__Output): ListPodSandboxStatsResponse {
-  const f = req.filter;
-  const sandboxes = ctx.sandboxes.list({
-    state: SandboxState.READY,
-    ...(f?.id ? { id: f.id } : {}),
-    ...(f?.label_selector ? { labelSelector: f.label_selector } : {}),
-  });
+  const filter = recordFilter(ctx, req.filter);
+  filter.state = SandboxState.READY;
+  const sandboxes = ctx.sandboxes.list(filter);
   return { stats: sandboxes.map((s) => buildPodSandboxStats(ctx, s)) };
 }

@@ -3,6 +3,7 @@
  * containerd's CRI plugin does (oci.WithProcessArgs, WithEnv, WithUser, …). Each option does one
  * thing and can be tested alone; platform code adds its own (WithWindowsCredentialSpec …).
  */
+import { copied, merged } from '../../merged.js';
 
 export interface OciUser {
   uid?: number;
@@ -117,7 +118,7 @@ export const withHostname = (hostname: string): SpecOpt => (spec) => {
 };
 
 export const withAnnotations = (annotations: Record<string, string>): SpecOpt => (spec) => {
-  spec.annotations = { ...spec.annotations, ...annotations };
+  spec.annotations = merged(spec.annotations, annotations);
 };
 
 export const withMounts = (mounts: readonly OciMount[]): SpecOpt => (spec) => {
@@ -144,7 +145,7 @@ export const withImageUser = (user: string): SpecOpt => (spec) => {
   }
   if (user === '') return;
   const [name = '', group] = user.split(':');
-  const next: OciUser = { ...spec.process.user };
+  const next: OciUser = copied(spec.process.user);
   if (/^[0-9]+$/.test(name)) next.uid = Number(name);
   else next.username = name;
   if (group !== undefined && /^[0-9]+$/.test(group)) next.gid = Number(group);
@@ -153,7 +154,7 @@ export const withImageUser = (user: string): SpecOpt => (spec) => {
 
 /** Linux run_as_user / run_as_group / supplemental groups from the CRI security context. */
 export const withLinuxUser = (uid: number | undefined, gid: number | undefined, groups: readonly number[] = []): SpecOpt => (spec) => {
-  const next: OciUser = { ...spec.process.user };
+  const next: OciUser = copied(spec.process.user);
   if (uid !== undefined) {
     next.uid = uid;
     delete next.username;

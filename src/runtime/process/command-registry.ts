@@ -1,5 +1,6 @@
 import type { OciSpec } from '../oci/spec.js';
 import type { ContainerFiles } from './container-files.js';
+import type { ProcessSignal } from './process-signal.js';
 import type { ProcessTable } from './process-table.js';
 
 /**
@@ -39,7 +40,7 @@ export interface CommandContext extends CommandIo {
   readonly stdin: string;
   readonly pid: number;
   /** Aborted when the process is signalled; `signal.reason` is the signal name (`SIGTERM`). */
-  readonly signal: AbortSignal;
+  readonly signal: ProcessSignal;
   /** Waits, rejecting with an AbortError when the process is signalled. */
   sleep(ms: number): Promise<void>;
   /**

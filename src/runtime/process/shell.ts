@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { merged } from '../../merged.js';
 import { containerPath, writeRefused } from './container-files.js';
 import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 
@@ -519,7 +520,7 @@ class ShellInterpreter {
     if (program === undefined || SPECIAL_BUILTINS.has(program)) return undefined;
     const registered = this.registry.lookup(program);
     if (registered === undefined || registered.options.shellBuiltin === true) return undefined;
-    const code = await this.ctx.exec(argv, { ...io, env: this.exportedEnv() });
+    const code = await this.ctx.exec(argv, merged(io, { env: this.exportedEnv() }));
     return code === COMMAND_NOT_FOUND ? undefined : code;
   }
 
@@ -665,7 +666,7 @@ class ShellInterpreter {
         return 0;
       case 'exec': {
         if (args.length === 0) return 0;
-        const code = await this.ctx.exec(args, { ...io, env: this.exportedEnv(assigned) });
+        const code = await this.ctx.exec(args, merged(io, { env: this.exportedEnv(assigned) }));
         if (code === COMMAND_NOT_FOUND) {
           this.fail(io, `exec: ${args[0]}: not found`, 127);
           throw new ShellExit(127);

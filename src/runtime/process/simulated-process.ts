@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
 import {
   COMMAND_NOT_FOUND,
@@ -11,6 +10,7 @@ import {
   type RegisteredCommand,
 } from './command-registry.js';
 import type { ProcessEntry, ProcessTable } from './process-table.js';
+import { ProcessSignal } from './process-signal.js';
 import { ignoredByDefault, normaliseSignal, signalNumber } from './signals.js';
 
 export interface ProcessExit {
@@ -35,8 +35,8 @@ export interface StartOptions {
   stdin?: string;
   /** The container's init process (PID 1 ignores signals it does not handle). */
   init?: boolean;
-  /** Aborting this kills the process too (the parent's lifetime). */
-  parentSignal?: AbortSignal;
+  /** When this signal arrives the process is killed too (the parent's lifetime). */
+  parentSignal?: ProcessSignal;
 }
 
 export class CommandNotFoundError extends Error {
@@ -49,7 +49,8 @@ export class CommandNotFoundError extends Error {
 /** What the handler of a running process may use; dropped once it waits for a signal or exits. */
 interface Running {
   readonly options: StartOptions;
-  readonly abort: AbortController;
+  /** What the program sees of the signals sent to it while its handler runs. */
+  readonly signal: ProcessSignal;
   readonly onParentAbort?: () => void;
 }
 
@@ -58,7 +59,7 @@ const WAITS = Symbol('waits for a signal');
 
 /**
  * A simulated process: a registered command run as a promise, with a pid in the container's
- * process table (it is its own `ps` entry), signals delivered through an AbortSignal while its
+ * process table (it is its own `ps` entry), signals delivered through a ProcessSignal while its
  * handler runs, and a real exit code and finish time. SIGKILL ends it at once, whatever its
  * handler does.
  *
@@ -108,7 +109,7 @@ export class SimulatedProcess implements ProcessEntry {
     // Only children have a parent to die with; a container's init process gets no listener.
     const onParentAbort = options.parentSignal === undefined ? undefined : (): void => this.kill('SIGKILL');
     if (onParentAbort !== undefined) options.parentSignal?.addEventListener('abort', onParentAbort, { once: true });
-    this.running = { options, abort: new AbortController(), ...(onParentAbort === undefined ? {} : { onParentAbort }) };
+    this.running = { options, signal: new ProcessSignal(), ...(onParentAbort === undefined ? {} : { onParentAbort }) };
     target.processes.add(this);
     void this.run();
   }
@@ -153,14 +154,14 @@ export class SimulatedProcess implements ProcessEntry {
   kill(signalName: string): void {
     if (this.exitInfo !== undefined) return;
     const signal = normaliseSignal(signalName);
-    const abort = this.running?.abort;
+    const delivered = this.running?.signal;
     if (signal === 'SIGKILL') {
-      abort?.abort('SIGKILL');
+      delivered?.abort('SIGKILL');
       this.finish(137, 'SIGKILL');
       return;
     }
     // A handler already told of a signal decides its exit; only SIGKILL overrides it.
-    if (signal === 'SIGSTOP' || abort?.signal.aborted === true) return;
+    if (signal === 'SIGSTOP' || delivered?.aborted === true) return;
     const trapped = this.command.options.traps?.includes(signal) === true;
     if (!trapped && (this.linuxInit || ignoredByDefault(signal))) return;
     const waiting = this.waiting;
@@ -182,7 +183,7 @@ export class SimulatedProcess implements ProcessEntry {
       this.finish(code, code === 128 + signalNumber(signal) ? signal : undefined);
       return;
     }
-    abort?.abort(signal);
+    delivered?.abort(signal);
   }
 
   private finish(exitCode: number, signal?: string): void {
@@ -206,7 +207,7 @@ export class SimulatedProcess implements ProcessEntry {
     if (running === undefined) return;
     // Let the caller finish wiring (stores, listeners) before the command's first output.
     await Promise.resolve();
-    const { options, abort } = running;
+    const { options, signal } = running;
     let outcome: number | typeof WAITS;
     try {
       outcome = await this.runCommand(this.command, options.argv, options.io, options.env, running);
@@ -215,7 +216,7 @@ export class SimulatedProcess implements ProcessEntry {
       options.io.stderr(`${this.command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
       outcome = 1;
     }
-    if (outcome !== WAITS) this.finish(outcome, abort.signal.aborted ? String(abort.signal.reason) : undefined);
+    if (outcome !== WAITS) this.finish(outcome, signal.reason);
   }
 
   private async runCommand(
@@ -225,8 +226,7 @@ export class SimulatedProcess implements ProcessEntry {
     env: Map<string, string>,
     running: Running,
   ): Promise<number | typeof WAITS> {
-    const { options, abort } = running;
-    const signal = abort.signal;
+    const { options, signal } = running;
     const ctx: CommandContext = {
       argv,
       env,
@@ -240,7 +240,7 @@ export class SimulatedProcess implements ProcessEntry {
       stderr: (text) => {
         if (this.exitInfo === undefined) io.stderr(text);
       },
-      sleep: (ms) => delay(Math.max(0, ms), undefined, { signal }),
+      sleep: (ms) => signal.sleep(ms),
       spawn: (childArgv, childIo) => this.spawnChild(childArgv, childIo, running),
       exec: async (newArgv, newIo) => {
         const program = newArgv[0];
@@ -272,7 +272,7 @@ export class SimulatedProcess implements ProcessEntry {
   }
 
   /** The program returned untilSignal(…): keep only what the signal needs. */
-  private startWaiting(wait: WaitForSignal, io: CommandIo, signal: AbortSignal): number | typeof WAITS {
+  private startWaiting(wait: WaitForSignal, io: CommandIo, signal: ProcessSignal): number | typeof WAITS {
     if (this.exitInfo !== undefined) return this.exitInfo.exitCode;
     if (signal.aborted) {
       // A signal arrived while the handler still ran: it is the one the program waited for.
@@ -292,8 +292,8 @@ export class SimulatedProcess implements ProcessEntry {
     io: CommandIo & { stdin?: string; env?: Map<string, string> },
     running: Running,
   ): Promise<number | CommandNotFound> {
-    const { options, abort } = running;
-    if (abort.signal.aborted) throw abortError(abort.signal);
+    const { options, signal } = running;
+    if (signal.aborted) throw abortError(signal);
     let child: SimulatedProcess;
     try {
       const childOptions: StartOptions = {
@@ -303,7 +303,7 @@ export class SimulatedProcess implements ProcessEntry {
         argv,
         env: io.env ?? options.env,
         io,
-        parentSignal: abort.signal,
+        parentSignal: signal,
       };
       if (io.stdin !== undefined) childOptions.stdin = io.stdin;
       child = SimulatedProcess.start(childOptions);
@@ -312,7 +312,7 @@ export class SimulatedProcess implements ProcessEntry {
       throw err;
     }
     const exit = await child.exited;
-    if (abort.signal.aborted) throw abortError(abort.signal);
+    if (signal.aborted) throw abortError(signal);
     return exit.exitCode;
   }
 }
@@ -329,7 +329,7 @@ function normaliseExitCode(code: number, os: 'linux' | 'windows'): number {
   return ((Math.trunc(code) % 256) + 256) % 256;
 }
 
-function abortError(signal: AbortSignal): Error {
+function abortError(signal: ProcessSignal): Error {
   const err = new Error(`terminated by ${String(signal.reason)}`);
   err.name = 'AbortError';
   return err;

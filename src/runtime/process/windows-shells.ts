@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { merged } from '../../merged.js';
 import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 import { MAX_LOOP_ITERATIONS } from './shell.js';
 
@@ -161,7 +162,7 @@ async function cmdStatement(raw: string, ctx: CommandContext, env: Map<string, s
     }
   }
   const argv = splitArgs(text);
-  const code = await ctx.spawn(argv, { ...io, env });
+  const code = await ctx.spawn(argv, merged(io, { env }));
   if (code === COMMAND_NOT_FOUND) {
     io.stderr(`'${argv[0] ?? ''}' is not recognized as an internal or external command,${CRLF}operable program or batch file.${CRLF}`);
     return { status: 9009 };
@@ -247,7 +248,7 @@ async function psStatement(statement: string, ctx: CommandContext, state: PsStat
     for (let s = 0; s < stages.length; s++) {
       let captured = '';
       const last = s === stages.length - 1;
-      const stageIo = last ? { ...io, stdin: input } : { stdout: (t: string) => (captured += t), stderr: io.stderr, stdin: input };
+      const stageIo = last ? merged(io, { stdin: input }) : { stdout: (t: string) => (captured += t), stderr: io.stderr, stdin: input };
       await psStatement(stages[s] as string, ctx, state, stageIo);
       input = captured;
     }

@@ -1,3 +1,4 @@
+import { merged } from '../../merged.js';
 import { RuntimeError, type RuntimeErrorCode } from '../errors.js';
 import { credentialSpecAccount, type CredentialSpecDocument } from './credential-spec.js';
 import type { DomainSpec, NodeDirectory } from './node-directory.js';
@@ -214,7 +215,7 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
         ERROR_NO_LOGON_SERVERS,
         STATUS_NO_LOGON_SERVERS,
       );
-      return { ...failed(f), fatal: f };
+      return merged(failed(f), { fatal: f });
     };
     if (plugin === undefined || plugin.pluginGuid.toLowerCase() !== hostAccount.PluginGUID.toLowerCase()) {
       return ccgError(`CCG plugin ${hostAccount.PluginGUID} is not installed on node ${node.name}`);

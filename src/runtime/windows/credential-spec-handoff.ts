@@ -164,7 +164,9 @@ export class CredentialSpecHandoff {
     const fd = await openAsync(path, 'wx', 0o600);
     try {
       try {
-        writeFileSync(fd, credentialSpec, 'utf8');
+        // No encoding argument: UTF-8 is the default, and Node copies its default options
+        // object for every string one it is given.
+        writeFileSync(fd, credentialSpec);
       } finally {
         closeSync(fd);
       }

@@ -22,6 +22,9 @@ const invalid = (message: string): RuntimeError => new RuntimeError('InvalidArgu
 const quote = (s: string): string => JSON.stringify(s);
 
 /** A Windows path is absolute when it has a drive and a root (`C:\x`) or is a UNC path (`\\server\share`). */
+/** An options object, not the string 'utf8': Node copies its default options for a string, per call. */
+const UTF8 = { encoding: 'utf8' } as const;
+
 function isWindowsAbsolute(path: string): boolean {
   return /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]/.test(path);
 }
@@ -49,7 +52,7 @@ async function readCredentialSpecFile(containerId: string, location: string, dir
     // Synchronous on purpose: the file is the runtime's own, a few hundred bytes written
     // milliseconds ago (in the page cache); one read costs microseconds, where the promise
     // readFile takes four thread-pool round trips (open, fstat, read, close) per start.
-    return readFileSync(full, 'utf8');
+    return readFileSync(full, UTF8);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // The Windows wording of the open error, as moby wraps it.
