@@ -22,6 +22,7 @@ import { createCriClient } from '../src/cri/proto.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
 import { startFloorServer } from './floor-server.js';
+import { recordPromotion, type Promotion } from './gc-promotion.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
 import {
   absoluteNow,
@@ -38,17 +39,18 @@ import { LIFECYCLE_RPCS, podLifecycle, pullBenchImage } from './workload.js';
 
 type Target = 'runtime' | 'floor';
 type ToChild = { kind: 'reset' } | { kind: 'report' };
-type ServerReport = { handlers: Record<string, TimedSpan[]>; gc: GcPause[] };
+type ServerReport = { handlers: Record<string, TimedSpan[]>; gc: GcPause[]; promotion: Promotion };
 type ToParent = { kind: 'ready' } | ({ kind: 'report' } & ServerReport) | { kind: 'error'; message: string };
 
 const CALL = { timeoutMs: 15000 };
 /** The whole run is bounded: a child that does not answer in this time is killed. */
 const CHILD_TIMEOUT_MS = 15_000;
 
-/** Child side: the server, keeping every handler's span (the runtime's) and its own GC pauses. */
+/** Child side: the server, keeping every handler's span (the runtime's), its own GC pauses and promotion. */
 async function serve(target: Target, socketPath: string, stateDir: string): Promise<void> {
   const handlers = new Map<string, TimedSpan[]>();
   let gc = recordGcPauses();
+  let promotion = recordPromotion();
   let close: () => Promise<void>;
   if (target === 'floor') {
     const floor = await startFloorServer(socketPath);
@@ -75,8 +77,10 @@ async function serve(target: Target, socketPath: string, stateDir: string): Prom
       handlers.clear();
       gc.stop();
       gc = recordGcPauses();
+      promotion.stop();
+      promotion = recordPromotion();
     } else {
-      send({ kind: 'report', handlers: Object.fromEntries(handlers), gc: gc.pauses });
+      send({ kind: 'report', handlers: Object.fromEntries(handlers), gc: gc.pauses, promotion: promotion.stop() });
     }
   });
   process.once('disconnect', () => {
@@ -148,16 +152,22 @@ async function main(): Promise<void> {
     for (let i = 0; i < warmup; i++) await podLifecycle(cri, new LatencyRecorder(), { name: `warmup-${i}`, gmsa, logRoot }, image, CALL);
     child.send({ kind: 'reset' } satisfies ToChild);
     const clientGc = recordGcPauses();
+    const clientPromotion = recordPromotion();
     const recorder = new SpanRecorder();
     for (let i = 0; i < pods; i++) await podLifecycle(cri, recorder, { name: `pod-${i}`, gmsa, logRoot }, image, CALL);
     clientGc.stop();
+    const clientPromoted = clientPromotion.stop();
     child.send({ kind: 'report' } satisfies ToChild);
     const server = await next('report');
     const client = recorder.summaries();
     const handler: Record<string, LatencySummary> = {};
     for (const [rpc, spans] of Object.entries(server.handlers)) handler[rpc] = summarize(spans.map((h) => h.end - h.start));
     const tail = attributeTail(recorder.calls, new Map(Object.entries(server.handlers)), server.gc, clientGc.pauses, tailMs);
-    const gc = { server: summarizeGc(server.gc), client: summarizeGc(clientGc.pauses) };
+    const perPod = (p: Promotion): number => Math.round(p.promotedBytes / pods);
+    const gc = {
+      server: { ...summarizeGc(server.gc), scavenges: server.promotion.scavenges, promotedBytesPerPod: perPod(server.promotion) },
+      client: { ...summarizeGc(clientGc.pauses), scavenges: clientPromoted.scavenges, promotedBytesPerPod: perPod(clientPromoted) },
+    };
 
     const fmt = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(3)).padStart(8);
     const counts = (over: number, c: TailCounts): string => [over, ...TAIL_CAUSES.map((k) => c[k])].map((n) => `${n}`.padStart(9)).join('');
@@ -176,6 +186,7 @@ async function main(): Promise<void> {
       `GC pauses: server ${gc.server.count} (${gc.server.totalMs} ms in all, longest ${gc.server.maxMs} ms), ` +
         `client ${gc.client.count} (${gc.client.totalMs} ms, longest ${gc.client.maxMs} ms)`,
     );
+    out(`Promoted by scavenges, bytes per pod: server ${gc.server.promotedBytesPerPod}, client ${gc.client.promotedBytesPerPod}`);
     if (values.out !== undefined) {
       writeFileSync(values.out, `${JSON.stringify({ target, scenario: values.scenario, pods, warmup, client, handler, tail, gc }, null, 2)}\n`);
       out(`wrote ${values.out}`);

@@ -9,12 +9,14 @@ import { repoRoot } from '../support/paths.js';
 
 const script = join(repoRoot, 'dist', 'bench', 'handler-timing.js');
 
+type GcSide = GcSummary & { scavenges: number; promotedBytesPerPod: number };
+
 interface TimingReport {
   target: string;
   client: Record<string, { count: number; p50: number; max: number }>;
   handler: Record<string, { count: number; p50: number; max: number }>;
   tail: TailAttribution;
-  gc: { server: GcSummary; client: GcSummary };
+  gc: { server: GcSide; client: GcSide };
 }
 
 function expectEveryCallAttributed(report: TimingReport, pods: number): void {
@@ -25,7 +27,11 @@ function expectEveryCallAttributed(report: TimingReport, pods: number): void {
     expect(op.over, rpc).to.equal(pods);
     expect(op.serverGc + op.clientGc + op.handler + op.other, rpc).to.equal(pods);
   }
-  for (const side of [report.gc.server, report.gc.client]) expect(side.maxMs).to.be.at.most(side.totalMs);
+  for (const side of [report.gc.server, report.gc.client]) {
+    expect(side.maxMs).to.be.at.most(side.totalMs);
+    expect(Number.isInteger(side.promotedBytesPerPod) && side.promotedBytesPerPod >= 0, 'promoted bytes per pod').to.equal(true);
+    expect(side.scavenges).to.be.at.least(0);
+  }
 }
 
 describe('bench handler timing', function () {
@@ -41,6 +47,7 @@ describe('bench handler timing', function () {
       });
       expect(result.code, result.stderr).to.equal(0);
       expect(result.stdout).to.contain('gmsa lifecycle against the runtime, 4 pods at concurrency 1 after 1 warm-up pods');
+      expect(result.stdout).to.match(/^Promoted by scavenges, bytes per pod: server \d+, client \d+$/m);
       const report = JSON.parse(await readFile(out, 'utf8')) as TimingReport;
       expect(report.target).to.equal('runtime');
       expectEveryCallAttributed(report, 4);
