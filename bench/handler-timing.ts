@@ -46,9 +46,40 @@ const CALL = { timeoutMs: 15000 };
 /** The whole run is bounded: a child that does not answer in this time is killed. */
 const CHILD_TIMEOUT_MS = 15_000;
 
+/**
+ * One method's handler spans, as numbers in typed arrays: an object per span would itself outlive
+ * the server's scavenges (it is kept for the report) and add to the promotion being measured.
+ */
+class SpanLog {
+  private ends: Float64Array = new Float64Array(1024);
+  private durations: Float64Array = new Float64Array(1024);
+  private count = 0;
+
+  add(end: number, durationMs: number): void {
+    if (this.count === this.ends.length) {
+      const grow = (a: Float64Array): Float64Array => {
+        const next = new Float64Array(a.length * 2);
+        next.set(a);
+        return next;
+      };
+      this.ends = grow(this.ends);
+      this.durations = grow(this.durations);
+    }
+    this.ends[this.count] = end;
+    this.durations[this.count] = durationMs;
+    this.count++;
+  }
+
+  spans(): TimedSpan[] {
+    const out: TimedSpan[] = [];
+    for (let i = 0; i < this.count; i++) out.push({ start: (this.ends[i] as number) - (this.durations[i] as number), end: this.ends[i] as number });
+    return out;
+  }
+}
+
 /** Child side: the server, keeping every handler's span (the runtime's), its own GC pauses and promotion. */
 async function serve(target: Target, socketPath: string, stateDir: string): Promise<void> {
-  const handlers = new Map<string, TimedSpan[]>();
+  const handlers = new Map<string, SpanLog>();
   let gc = recordGcPauses();
   let promotion = recordPromotion();
   let close: () => Promise<void>;
@@ -62,9 +93,9 @@ async function serve(target: Target, socketPath: string, stateDir: string): Prom
       observer: {
         onCall(method, durationSeconds) {
           const end = absoluteNow();
-          let list = handlers.get(method);
-          if (list === undefined) handlers.set(method, (list = []));
-          list.push({ start: end - durationSeconds * 1000, end });
+          let log = handlers.get(method);
+          if (log === undefined) handlers.set(method, (log = new SpanLog()));
+          log.add(end, durationSeconds * 1000);
         },
       },
     });
@@ -80,7 +111,8 @@ async function serve(target: Target, socketPath: string, stateDir: string): Prom
       promotion.stop();
       promotion = recordPromotion();
     } else {
-      send({ kind: 'report', handlers: Object.fromEntries(handlers), gc: gc.pauses, promotion: promotion.stop() });
+      const promoted = promotion.stop();
+      send({ kind: 'report', handlers: Object.fromEntries([...handlers].map(([method, log]) => [method, log.spans()])), gc: gc.pauses, promotion: promoted });
     }
   });
   process.once('disconnect', () => {

@@ -34,7 +34,7 @@ import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-w
 import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerRecord, ProcessTable, type ContainerDerivation } from './store/container-store.js';
-import { RecentCache } from './store/recent-cache.js';
+import { BoundedCache } from './store/bounded-cache.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import { validateLinuxContainerSecurity } from './validation/container-security.js';
 
@@ -137,7 +137,7 @@ export function buildContainerSpec(
   );
 }
 
-/** How many recently used containers keep their derived config and spec. */
+/** How many containers keep their derived config and spec (the latest derived; a removed one at once). */
 const DERIVED_CACHE_SIZE = 256;
 const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
 
@@ -148,8 +148,8 @@ const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
  * HCS validated at start.
  */
 export const containerDerivation: ContainerDerivation = (() => {
-  const configs = new RecentCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
-  const specs = new RecentCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
+  const configs = new BoundedCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
+  const specs = new BoundedCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
   const deriveConfig = (r: ContainerRecord): ContainerConfig__Output => {
     const values = JSON.parse(r.configValues) as unknown[];
     const config: Record<string, unknown> = {};

@@ -2,7 +2,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord, IdentitySource } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
 import { memoByObject } from './memo.js';
-import { RecentCache } from './store/recent-cache.js';
+import { BoundedCache } from './store/bounded-cache.js';
 import { parseCredentialSpec, type CredentialSpecDocument } from './windows/credential-spec.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
@@ -55,16 +55,16 @@ function decideIdentity(windows: RuntimeContext['windows'], container: Container
   );
 }
 
-/** How many recently used containers keep their identity object. */
+/** How many started containers keep their identity object (the latest; a removed one at once). */
 const IDENTITY_CACHE_SIZE = 256;
 
 /**
- * The identities of a runtime's started containers: the one decided at start is kept for recently
- * used containers; for others the same decision is made again (the node and its AD do not change
+ * The identities of a runtime's started containers: the one decided at start is kept for the latest
+ * containers; for others the same decision is made again (the node and its AD do not change
  * while the runtime runs, and the decision depends on nothing else).
  */
 const identitySourceOf = memoByObject((windows: RuntimeContext['windows']) => {
-  const cache = new RecentCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  const cache = new BoundedCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
   const decide = (record: ContainerRecord): ContainerIdentity =>
     decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : (JSON.parse(record.credentialSpec) as CredentialSpecDocument)).identity;
   return {

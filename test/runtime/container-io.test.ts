@@ -83,6 +83,25 @@ describe('CRI log writer', () => {
     }
   });
 
+  it('keeps the file of a writer that keeps writing open while idle writers come and go', async () => {
+    const files = new LogFileHandles(4);
+    const chatty = await CriLogWriter.open(join(tmp.path, 'chatty.log'), systemClock, undefined, files);
+    const idle: CriLogWriter[] = [];
+    for (let i = 0; i < 12; i++) {
+      idle.push(await CriLogWriter.open(join(tmp.path, `idle${i}.log`), systemClock, undefined, files));
+      // Checked before it writes again: a write would reopen a closed file.
+      expect(files.isOpen(chatty), `after ${i + 1} idle writers`).to.equal(true);
+      expect(files.size).to.be.at.most(4);
+      chatty.write('stdout', `line ${i}\n`);
+      await chatty.flush();
+    }
+    // The idle ones were closed to make room, oldest first.
+    expect(files.isOpen(idle[0]!)).to.equal(false);
+    expect(files.isOpen(idle[11]!)).to.equal(true);
+    await Promise.all([chatty, ...idle].map((w) => w.close()));
+    expect(files.size).to.equal(0);
+  });
+
   it('creates the log file when it opens, before any output', async () => {
     const path = join(tmp.path, 'sub', 'quiet.log');
     const writer = await CriLogWriter.open(path, systemClock, undefined, new LogFileHandles(1));

@@ -22,20 +22,27 @@ interface OpenLogFile {
   handle: FileHandle;
   /** Writes in flight on the handle; only an unused handle is closed to make room. */
   users: number;
+  /** When it last moved to the newest end of the order (a count of such moves). */
+  renewedAt: number;
 }
 
 /**
- * The open CRI log files of the process, at most `capacity` of them while idle (least recently
- * used closed first). A running container does not hold a file descriptor: with one per
- * container, a node of 20,000 running containers ran out of descriptors (EMFILE) and then could
- * not accept connections either. Files of containers that wrote recently stay open, so a chatty
+ * The open CRI log files of the process, at most `capacity` of them while idle (the least
+ * recently used closed first, near enough: see `files`). A running container does not hold a
+ * file descriptor: with one per container, a node of 20,000 running containers ran out of
+ * descriptors (EMFILE) and then could not accept connections either. Files of containers that wrote recently stay open, so a chatty
  * container costs one write per batch, not an open and a close.
  *
  * Callers serialise the operations for one key (each CriLogWriter runs them on its own chain).
  */
 export class LogFileHandles {
-  /** In least-recently-used order (a Map iterates in insertion order; use re-inserts). */
+  /**
+   * Oldest first (a Map iterates in insertion order). A use moves a file to the newest end only
+   * once it is in the older half: moving on every use costs a delete and an insert per write, and
+   * the holes they leave make V8 rebuild the Map's table (in the old generation) every few writes.
+   */
   private readonly files = new Map<object, OpenLogFile>();
+  private renewals = 0;
 
   constructor(readonly capacity: number = DEFAULT_OPEN_LOG_FILES) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`log file capacity must be a positive integer, not ${capacity}`);
@@ -46,15 +53,22 @@ export class LogFileHandles {
     return this.files.size;
   }
 
+  /** Whether the key's file is open now (for tests). */
+  isOpen(key: object): boolean {
+    return this.files.has(key);
+  }
+
   /** Runs `use` with the key's file open for appending, opening `path` if it is not open. */
   async with<T>(key: object, path: string, use: (handle: FileHandle) => Promise<T>): Promise<T> {
     let file = this.files.get(key);
     if (file === undefined) {
-      file = { handle: await open(path, 'a', 0o640), users: 0 };
-    } else {
+      file = { handle: await open(path, 'a', 0o640), users: 0, renewedAt: ++this.renewals };
+      this.files.set(key, file);
+    } else if (this.renewals - file.renewedAt >= this.capacity / 2) {
       this.files.delete(key);
+      this.files.set(key, file);
+      file.renewedAt = ++this.renewals;
     }
-    this.files.set(key, file);
     file.users++;
     try {
       return await use(file.handle);

@@ -11,7 +11,7 @@ import type { ContainerFiles } from '../process/container-files.js';
 import { ProcessTable } from '../process/process-table.js';
 import type { ExitObserver, ProcessExit, SimulatedProcess } from '../process/simulated-process.js';
 import { intern, internValues } from './intern.js';
-import { RecentCache } from './recent-cache.js';
+import { BoundedCache } from './bounded-cache.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 import type { SandboxRecord } from './sandbox-store.js';
 import type { ContainerIdentity } from '../windows/container-identity.js';
@@ -108,7 +108,7 @@ export interface ContainerDerivation {
 
 /**
  * Gives a started Windows container's identity again: decided by the mock HCS at start, derived
- * (and cached for recently used containers) rather than stored with every container.
+ * (and cached for the latest containers) rather than stored with every container.
  */
 export interface IdentitySource {
   identityOf(record: ContainerRecord): ContainerIdentity;
@@ -141,7 +141,7 @@ export interface ContainerRecordInit {
 /**
  * A container. It keeps what lists, status and the process need as fields, and its inputs; the
  * full CRI config (`config`) and the OCI spec (`ociSpec`) are derived when asked for (and cached
- * for recently used containers), so tens of thousands of idle containers do not each hold a
+ * for the latest containers), so tens of thousands of idle containers do not each hold a
  * copy of both.
  */
 export class ContainerRecord {
@@ -288,9 +288,9 @@ export class ContainerRecord {
 
 /** Config fields the record keeps as fields of its own, left out of `configValues`. */
 const KEPT_CONFIG_FIELDS = new Set(['labels', 'annotations', 'metadata', 'image']);
-/** Key lists and image specs shared between containers (bounded; the least recently used go first). */
-const keyLists = new RecentCache<string, readonly string[]>(64);
-const imageSpecs = new RecentCache<string, ImageSpec__Output>(1024);
+/** Key lists and image specs shared between containers (bounded; the oldest go first). */
+const keyLists = new BoundedCache<string, readonly string[]>(64);
+const imageSpecs = new BoundedCache<string, ImageSpec__Output>(1024);
 
 /**
  * One frozen image spec per image for the usual spec without annotations: every container of an
