@@ -201,7 +201,7 @@ export class ContainerRecord {
     if (metadata !== null) metadata.name = intern(metadata.name);
     this.metadata = metadata;
     this.imageSpec = sharedImageSpec(image);
-    this.labels = internValues(labels);
+    this.labels = internValues(labels, init.sandbox.labels);
     this.annotations = internValues(annotations);
     this.imageName = intern(init.imageName);
     this.imageId = init.imageId;

@@ -28,8 +28,17 @@ export function intern(value: string): string {
   return first;
 }
 
-/** Interns every value of a string map in place (labels, annotations) and returns it. */
-export function internValues(map: Record<string, string>): Record<string, string> {
-  for (const key in map) map[key] = intern(map[key] as string);
+/**
+ * Interns every value of a string map in place (labels, annotations) and returns it. A value
+ * equal to `pod`'s under the same key takes that copy instead: a container's labels repeat its
+ * sandbox's (the pod's name, namespace and uid), and the pod's own values are seen too rarely for
+ * the shared table to keep them.
+ */
+export function internValues(map: Record<string, string>, pod?: Readonly<Record<string, string>>): Record<string, string> {
+  for (const key in map) {
+    const value = map[key] as string;
+    const podValue = pod !== undefined && Object.hasOwn(pod, key) ? pod[key] : undefined;
+    map[key] = podValue === value ? podValue : intern(value);
+  }
   return map;
 }
