@@ -49,7 +49,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         // asks that it is gone once StartContainer returns; `finally` waits for it).
         released = releaseCredentialSpecAfterStart(ctx, container);
       }
-      const writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx));
+      const writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
       cleanup.defer('close the log file', () => writer.close());
       const process = startInitProcess(ctx, container, writer);
       cleanup.defer('kill the init process', () => process.kill('SIGKILL'));

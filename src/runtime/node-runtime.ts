@@ -1,4 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
+import { CallLoad } from './call-load.js';
 import { countCredentialSpecLeaks } from './container-create-windows.js';
 import { join, resolve } from 'node:path';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
@@ -154,7 +155,8 @@ export class NodeRuntime implements CriRuntime {
     // Leftover credential specs of an earlier instance are swept before anything serves.
     // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
     // would print the key twice.
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }));
+    const load = new CallLoad();
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load);
     const ctx: RuntimeContext = {
       settings,
       logger,
@@ -166,6 +168,7 @@ export class NodeRuntime implements CriRuntime {
       commands,
       network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
       windows,
+      load,
       nextHostPid: () => ++hostPid,
       hasEventListeners: () => listeners.size > 0,
       publish: (event) => {
@@ -219,12 +222,15 @@ export class NodeRuntime implements CriRuntime {
 
   private async call<T>(rpc: string, fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
+    this.ctx.load.enter();
     try {
       return await fn();
     } catch (err) {
       if (err instanceof RuntimeError) throw err;
       this.ctx.logger.error({ err, rpc }, 'unexpected runtime failure');
       throw new RuntimeError('Internal', `${rpc}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    } finally {
+      this.ctx.load.leave();
     }
   }
 

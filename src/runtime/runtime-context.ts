@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import type { CallLoad } from './call-load.js';
 import type { Clock } from './clock.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import type { SimulatedRegistry } from './images/catalogue.js';
@@ -46,6 +47,8 @@ export interface RuntimeContext {
   readonly network: NetworkSettings;
   /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
   readonly windows: WindowsRuntime;
+  /** The calls in flight; a lone call's file operations run inline. */
+  readonly load: CallLoad;
   /** Simulated host pids for sandbox and container init processes. */
   nextHostPid(): number;
   /** Publishes a GetContainerEvents event. */

@@ -1,5 +1,6 @@
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { CallLoad } from '../call-load.js';
 import { formatRfc3339Nano, type Clock } from '../clock.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -14,6 +15,9 @@ export const MAX_LOG_LINE_BYTES = 16 * 1024;
 export function formatLogRecord(nanos: bigint, stream: LogStream, partial: boolean, content: string): string {
   return `${formatRfc3339Nano(nanos)} ${stream} ${partial ? 'P' : 'F'} ${content}\n`;
 }
+
+/** containerd creates CRI log files 0640. */
+const LOG_FILE_MODE = 0o640;
 
 /** How many log files stay open by default, across all containers of the process. */
 export const DEFAULT_OPEN_LOG_FILES = 128;
@@ -62,7 +66,7 @@ export class LogFileHandles {
   async with<T>(key: object, path: string, use: (handle: FileHandle) => Promise<T>): Promise<T> {
     let file = this.files.get(key);
     if (file === undefined) {
-      file = { handle: await open(path, 'a', 0o640), users: 0, renewedAt: ++this.renewals };
+      file = { handle: await open(path, 'a', LOG_FILE_MODE), users: 0, renewedAt: ++this.renewals };
       this.files.set(key, file);
     } else if (this.renewals - file.renewedAt >= this.capacity / 2) {
       this.files.delete(key);
@@ -143,14 +147,23 @@ export class CriLogWriter {
     private readonly onError: (err: Error, path: string) => void,
   ) {}
 
-  /** Creates the log file (and its directory) for appending; it exists when this resolves. */
+  /**
+   * Creates the log file (and its directory) for appending; it exists when this resolves. For a
+   * lone call (`load`, see CallLoad) the file is created inline and closed, and the first write
+   * opens it again.
+   */
   static async open(
     path: string,
     clock: Clock,
     onError: (err: Error, path: string) => void = () => undefined,
     files: LogFileHandles = sharedLogFiles,
+    load?: CallLoad,
   ): Promise<CriLogWriter> {
     const writer = new CriLogWriter(path, files, clock, onError);
+    if (load?.alone === true) {
+      load.createInline(path, LOG_FILE_MODE, dirname(path));
+      return writer;
+    }
     // Kept among the open files: most containers write right after they start. The kubelet
     // creates the container's log directory before CreateContainer, so the directory is created
     // here only when the open finds it missing (crictl users, runtime-owned logs).

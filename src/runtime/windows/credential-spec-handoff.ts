@@ -1,17 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, open, unlink, writeFileSync } from 'node:fs';
+import { closeSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
+import { CallLoad } from '../call-load.js';
 import { RuntimeError } from '../errors.js';
 import { SimulatedRegistry } from './simulated-registry.js';
-
-// The callback forms run open and unlink in the thread pool without the FileHandle objects of
-// fs/promises: measurably cheaper on the StartContainer path.
-const openAsync = promisify(open);
-const unlinkAsync = promisify(unlink);
 
 /** Where cri-dockerd (and dockershim before it) put credential specs (REFERENCE §7). */
 export const CREDENTIAL_SPEC_REGISTRY_KEY =
@@ -105,6 +100,7 @@ export class CredentialSpecHandoff {
     registry: SimulatedRegistry,
     logger: Logger,
     observer: CredentialSpecHandoffObserver,
+    private readonly load: CallLoad,
   ) {
     this.transport = transport;
     this.directory = directory;
@@ -119,13 +115,14 @@ export class CredentialSpecHandoff {
     transport: CredentialSpecTransportKind = 'file',
     logger: Logger = silentLogger(),
     observer: CredentialSpecHandoffObserver = {},
+    load: CallLoad = new CallLoad(),
   ): Promise<CredentialSpecHandoff> {
     const directory = join(stateDir, CREDENTIAL_SPEC_DIRECTORY);
     await mkdir(directory, { recursive: true, mode: 0o700 });
     // mkdir's mode is filtered by the umask and ignored for an existing directory.
     await chmod(directory, 0o700);
     const registry = await SimulatedRegistry.open(stateDir);
-    return new CredentialSpecHandoff(transport, directory, registry, logger, observer);
+    return new CredentialSpecHandoff(transport, directory, registry, logger, observer, load);
   }
 
   /** True for the KEP's file: delete it as soon as StartContainer returns. */
@@ -157,11 +154,11 @@ export class CredentialSpecHandoff {
     // lives only from CreateContainer to StartContainer and the start-up sweep removes whatever a
     // crash leaves, so durability (fsync) is not wanted. Mode 0600 at creation, so the file never
     // exists with wider permissions (the umask can only narrow it).
-    // Only the open goes to the thread pool: creating an inode may wait on the file system's
-    // journal. Writing a few hundred bytes into the page cache and closing are memory operations
-    // of microseconds, cheaper than the two more pool round trips they would otherwise take, each
-    // waking a pool thread that competes with the event loop for the cores.
-    const fd = await openAsync(path, 'wx', 0o600);
+    // Only the open may go to the thread pool (when other calls are in flight; see CallLoad):
+    // creating an inode may wait on the file system's journal. Writing a few hundred bytes into
+    // the page cache and closing are memory operations of microseconds, cheaper than the two more
+    // pool round trips they would otherwise take.
+    const fd = await this.load.open(path, 'wx', 0o600);
     try {
       try {
         // No encoding argument: UTF-8 is the default, and Node copies its default options
@@ -172,7 +169,7 @@ export class CredentialSpecHandoff {
       }
     } catch (err) {
       // A failed write leaves the file; never leave a partial spec behind.
-      await unlinkAsync(path).catch(() => undefined);
+      await this.load.unlink(path).catch(() => undefined);
       throw err;
     }
     return { transport: 'file', name, securityOption: `credentialspec=file://${name}` };
@@ -196,7 +193,7 @@ export class CredentialSpecHandoff {
     try {
       // A plain unlink: the name is checked against STAGED_NAME, so it is a file of ours and
       // never a directory (no lstat + recursive delete as `rm` does).
-      await unlinkAsync(join(this.directory, staged.name));
+      await this.load.unlink(join(this.directory, staged.name));
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;

@@ -1,5 +1,6 @@
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
+import { CallLoad } from '../call-load.js';
 import { withContext } from '../errors.js';
 import type { CommandRegistry } from '../process/command-registry.js';
 import { parseIdentityMode, type IdentityMode } from './container-identity.js';
@@ -109,14 +110,20 @@ export class WindowsRuntime {
   }
 
   /** Opens the credential spec hand-off under `stateDir`, sweeps leftovers, installs the identity commands. */
-  static async open(prepared: PreparedWindowsRuntime, stateDir: string, commands: CommandRegistry, logger: Logger = silentLogger()): Promise<WindowsRuntime> {
+  static async open(
+    prepared: PreparedWindowsRuntime,
+    stateDir: string,
+    commands: CommandRegistry,
+    logger: Logger = silentLogger(),
+    load: CallLoad = new CallLoad(),
+  ): Promise<WindowsRuntime> {
     const { node, mode, transport, options } = prepared;
     const counters = options.credentialSpecMetrics;
     const observer: CredentialSpecHandoffObserver = {
       onWritten: () => counters?.onWritten(),
       onRemoved: () => counters?.onRemoved(),
     };
-    const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer);
+    const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load);
     const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = await handoff.sweep();

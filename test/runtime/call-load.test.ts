@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { closeSync, existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CallLoad } from '../../src/runtime/call-load.js';
+import { systemClock } from '../../src/runtime/clock.js';
+import { CriLogWriter, LogFileHandles } from '../../src/runtime/logging/cri-log-writer.js';
+import { CredentialSpecHandoff } from '../../src/runtime/windows/credential-spec-handoff.js';
+import { BUSYBOX, openRuntime, pull, rejection, runSandbox } from './helpers.js';
+
+/** A load with `calls` calls in flight. */
+function loadOf(calls: number): CallLoad {
+  const load = new CallLoad();
+  for (let i = 0; i < calls; i++) load.enter();
+  return load;
+}
+
+describe('CallLoad: file operations of a lone call run inline', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'winsim-load-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('counts the calls in flight; a call is alone while no other is', () => {
+    const load = new CallLoad();
+    expect(load.alone).to.equal(true);
+    load.enter();
+    expect(load.alone).to.equal(true);
+    load.enter();
+    expect([load.calls, load.alone]).to.deep.equal([2, false]);
+    load.leave();
+    expect([load.calls, load.alone]).to.deep.equal([1, true]);
+  });
+
+  it('opens and unlinks inline when alone: the file is there (and gone) before the promise is awaited', async () => {
+    const load = loadOf(1);
+    const path = join(dir, 'spec.json');
+    const opened = load.open(path, 'wx', 0o600);
+    expect(existsSync(path)).to.equal(true);
+    closeSync(await opened);
+    const removed = load.unlink(path);
+    expect(existsSync(path)).to.equal(false);
+    await removed;
+  });
+
+  it('opens and unlinks through the thread pool when other calls are in flight, with the same results', async () => {
+    const load = loadOf(3);
+    const path = join(dir, 'spec.json');
+    closeSync(await load.open(path, 'wx', 0o600));
+    expect((await stat(path)).mode & 0o777).to.equal(0o600);
+    await load.unlink(path);
+    expect(existsSync(path)).to.equal(false);
+    // The system call's error comes through either way.
+    expect(((await load.unlink(path).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).to.equal('ENOENT');
+    expect(((await loadOf(1).unlink(path).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).to.equal('ENOENT');
+  });
+
+  it('creates a missing file and its directory inline, and leaves an existing file as it is', async () => {
+    const load = new CallLoad();
+    const path = join(dir, 'pod', 'app', '0.log');
+    load.createInline(path, 0o640, join(dir, 'pod', 'app'));
+    expect((await stat(path)).mode & 0o777).to.equal(0o640);
+    await writeFile(path, 'kept\n');
+    load.createInline(path, 0o640, join(dir, 'pod', 'app'));
+    expect(await readFile(path, 'utf8')).to.equal('kept\n');
+  });
+
+  it('a log writer of a lone call creates its file at once and opens it at the first write', async () => {
+    const files = new LogFileHandles(4);
+    const path = join(dir, 'app', '0.log');
+    const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(1));
+    expect(existsSync(path)).to.equal(true);
+    expect(files.isOpen(writer)).to.equal(false);
+    writer.write('stdout', 'hello\n');
+    await writer.flush();
+    expect(files.isOpen(writer)).to.equal(true);
+    await writer.close();
+    expect(await readFile(path, 'utf8')).to.match(/^\S+ stdout F hello\n$/);
+  });
+
+  it('a log writer among other calls opens its file in the pool and keeps it open', async () => {
+    const files = new LogFileHandles(4);
+    const path = join(dir, 'app', '0.log');
+    const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(2));
+    expect(existsSync(path)).to.equal(true);
+    expect(files.isOpen(writer)).to.equal(true);
+    await writer.close();
+  });
+
+  it('stages and removes credential specs through the pool when the runtime is busy', async () => {
+    const handoff = await CredentialSpecHandoff.open(dir, 'file', undefined, undefined, loadOf(5));
+    const staged = await handoff.stage('{"CmsPlugins":["ActiveDirectory"]}');
+    const path = join(handoff.directory, staged.name);
+    expect((await stat(path)).mode & 0o777).to.equal(0o600);
+    expect(await readFile(path, 'utf8')).to.equal('{"CmsPlugins":["ActiveDirectory"]}');
+    expect(await handoff.remove(staged)).to.equal(true);
+    expect(existsSync(path)).to.equal(false);
+  });
+
+  it('the runtime counts a call while it runs and not after, whether it succeeded or failed', async () => {
+    const fixture = await openRuntime();
+    try {
+      const { runtime } = fixture;
+      const load = runtime.context.load;
+      await pull(runtime, BUSYBOX);
+      const pending = runSandbox(runtime);
+      expect(load.calls).to.equal(1);
+      await pending;
+      expect(load.calls).to.equal(0);
+      await rejection(runtime.startContainer({ container_id: 'no-such-container' }));
+      expect(load.calls).to.equal(0);
+    } finally {
+      await fixture.close();
+    }
+  });
+});
