@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import { createCriClient } from '../src/cri/proto.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
+import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
@@ -201,6 +202,9 @@ async function main(): Promise<void> {
       client: { ...summarizeGc(clientGc.pauses), scavenges: clientPromoted.scavenges, promotedBytesPerPod: perPod(clientPromoted) },
     };
 
+    // The disk's speed moves by phases on a VM; the runtime's file-creating calls move with it.
+    const disk = await measureFileCreates(logRoot, 200);
+
     const fmt = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(3)).padStart(8);
     const counts = (over: number, c: TailCounts): string => [over, ...TAIL_CAUSES.map((k) => c[k])].map((n) => `${n}`.padStart(9)).join('');
     const out = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -219,8 +223,9 @@ async function main(): Promise<void> {
         `client ${gc.client.count} (${gc.client.totalMs} ms, longest ${gc.client.maxMs} ms)`,
     );
     out(`Promoted by scavenges, bytes per pod: server ${gc.server.promotedBytesPerPod}, client ${gc.client.promotedBytesPerPod}`);
+    out(`Disk: creating a file in the pod log root, p50 ${disk.p50.toFixed(3)} p99 ${disk.p99.toFixed(3)} ms (after the run)`);
     if (values.out !== undefined) {
-      writeFileSync(values.out, `${JSON.stringify({ target, scenario: values.scenario, pods, warmup, client, handler, tail, gc }, null, 2)}\n`);
+      writeFileSync(values.out, `${JSON.stringify({ target, scenario: values.scenario, pods, warmup, client, handler, tail, gc, disk }, null, 2)}\n`);
       out(`wrote ${values.out}`);
     }
   } finally {

@@ -48,6 +48,7 @@ describe('bench handler timing', function () {
       expect(result.code, result.stderr).to.equal(0);
       expect(result.stdout).to.contain('gmsa lifecycle against the runtime, 4 pods at concurrency 1 after 1 warm-up pods');
       expect(result.stdout).to.match(/^Promoted by scavenges, bytes per pod: server \d+, client \d+$/m);
+      expect(result.stdout).to.match(/^Disk: creating a file in the pod log root, p50 [\d.]+ p99 [\d.]+ ms \(after the run\)$/m);
       const report = JSON.parse(await readFile(out, 'utf8')) as TimingReport;
       expect(report.target).to.equal('runtime');
       expectEveryCallAttributed(report, 4);
