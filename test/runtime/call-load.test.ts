@@ -69,7 +69,7 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(await readFile(path, 'utf8')).to.equal('kept\n');
   });
 
-  it('a log writer of a lone call creates its file at once and opens it at the first write', async () => {
+  it('a log writer of a lone call creates its file at once and writes small batches at once, keeping no descriptor', async () => {
     const files = new LogFileHandles(4);
     const path = join(dir, 'app', '0.log');
     const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(1));
@@ -77,9 +77,21 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(files.isOpen(writer)).to.equal(false);
     writer.write('stdout', 'hello\n');
     await writer.flush();
-    expect(files.isOpen(writer)).to.equal(true);
-    await writer.close();
+    expect(files.isOpen(writer)).to.equal(false);
     expect(await readFile(path, 'utf8')).to.match(/^\S+ stdout F hello\n$/);
+    // A large batch goes through the thread pool, which keeps the file open for the next one.
+    writer.write('stdout', `${'x'.repeat(20_000)}\n`);
+    await writer.flush();
+    expect(files.isOpen(writer)).to.equal(true);
+    // The next small one is written at once through that open file, after the large one.
+    writer.write('stderr', 'after\n');
+    await writer.flush();
+    await writer.close();
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    expect(lines[1]).to.match(/^\S+ stdout P x{16384}$/);
+    expect(lines[2]).to.match(/^\S+ stdout F x{3616}$/);
+    expect(lines[3]).to.match(/^\S+ stderr F after$/);
+    expect(lines).to.have.length(5);
   });
 
   it('a log writer among other calls opens its file in the pool and keeps it open', async () => {

@@ -1,3 +1,4 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CallLoad } from '../call-load.js';
@@ -18,6 +19,9 @@ export function formatLogRecord(nanos: bigint, stream: LogStream, partial: boole
 
 /** containerd creates CRI log files 0640. */
 const LOG_FILE_MODE = 0o640;
+
+/** The largest batch (UTF-16 units) written inline; larger ones go to the thread pool. */
+const INLINE_WRITE_MAX = 16 * 1024;
 
 /** How many log files stay open by default, across all containers of the process. */
 export const DEFAULT_OPEN_LOG_FILES = 128;
@@ -79,6 +83,25 @@ export class LogFileHandles {
     } finally {
       file.users--;
       this.trim();
+    }
+  }
+
+  /**
+   * Appends data now, with the synchronous system calls: through the key's file if it is open,
+   * else by opening the path for this write only. For a small write of a lone call (CallLoad);
+   * like `with`, never for a key that has an operation in flight.
+   */
+  writeInline(key: object, path: string, data: string): void {
+    const file = this.files.get(key);
+    if (file !== undefined) {
+      writeSync(file.handle.fd, data);
+      return;
+    }
+    const fd = openSync(path, 'a', LOG_FILE_MODE);
+    try {
+      writeSync(fd, data);
+    } finally {
+      closeSync(fd);
     }
   }
 
@@ -145,6 +168,7 @@ export class CriLogWriter {
     private readonly files: LogFileHandles,
     private readonly clock: Clock,
     private readonly onError: (err: Error, path: string) => void,
+    private readonly load: CallLoad | undefined,
   ) {}
 
   /**
@@ -159,7 +183,7 @@ export class CriLogWriter {
     files: LogFileHandles = sharedLogFiles,
     load?: CallLoad,
   ): Promise<CriLogWriter> {
-    const writer = new CriLogWriter(path, files, clock, onError);
+    const writer = new CriLogWriter(path, files, clock, onError, load);
     if (load?.alone === true) {
       load.createInline(path, LOG_FILE_MODE, dirname(path));
       return writer;
@@ -288,7 +312,10 @@ export class CriLogWriter {
     this.pending = undefined;
     this.chain = this.chain.then(async () => {
       try {
-        await this.files.with(this, this.path, (handle) => handle.write(data));
+        // A small batch while at most one call is in flight is written at once (see CallLoad):
+        // StopContainer waits for the last output to be written before the container is EXITED.
+        if (this.load?.alone === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
+        else await this.files.with(this, this.path, (handle) => handle.write(data));
         this.written += Buffer.byteLength(data);
       } catch (err) {
         // Keep going: a vanished log directory must not take the container down.
