@@ -38,8 +38,9 @@ interface OpenLogFile {
  * The open CRI log files of the process, at most `capacity` of them while idle (the least
  * recently used closed first, near enough: see `files`). A running container does not hold a
  * file descriptor: with one per container, a node of 20,000 running containers ran out of
- * descriptors (EMFILE) and then could not accept connections either. Files of containers that wrote recently stay open, so a chatty
- * container costs one write per batch, not an open and a close.
+ * descriptors (EMFILE) and then could not accept connections either. Files of containers that
+ * wrote recently stay open, so a chatty container costs one write per batch, not an open and a
+ * close.
  *
  * Callers serialise the operations for one key (each CriLogWriter runs them on its own chain).
  */
@@ -146,7 +147,9 @@ const sharedLogFiles = new LogFileHandles();
  * one, as containerd's reader does at EOF). Writes are batched and asynchronous, and run one
  * after the other on one chain with `reopen` and `close`, so lines keep their order; `flush`,
  * `reopen` and `close` wait for them. The file is opened for each batch unless it is still among
- * the recently used open files (LogFileHandles): the writer itself holds no descriptor.
+ * the recently used open files (LogFileHandles): the writer itself holds no descriptor. A small
+ * batch while at most one runtime call is in flight is written with the synchronous calls (see
+ * CallLoad); the others go through the thread pool.
  *
  * One difference from a runtime that keeps the descriptor: after the file was renamed and before
  * ReopenContainerLog, output of a container whose file was closed meanwhile goes to a new file at
