@@ -21,10 +21,10 @@ const invalid = (message: string): RuntimeError => new RuntimeError('InvalidArgu
 /** Go's %q for the strings we quote (paths, names). */
 const quote = (s: string): string => JSON.stringify(s);
 
-/** A Windows path is absolute when it has a drive and a root (`C:\x`) or is a UNC path (`\\server\share`). */
 /** An options object, not the string 'utf8': Node copies its default options for a string, per call. */
 const UTF8 = { encoding: 'utf8' } as const;
 
+/** A Windows path is absolute when it has a drive and a root (`C:\x`) or is a UNC path (`\\server\share`). */
 function isWindowsAbsolute(path: string): boolean {
   return /^[A-Za-z]:[\\/]/.test(path) || /^[\\/]{2}[^\\/]/.test(path);
 }
