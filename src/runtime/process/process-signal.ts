@@ -60,7 +60,8 @@ export class ProcessSignal {
   }
 }
 
-function abortError(reason: string | undefined): Error {
+/** The error a signalled program's pending work ends with: `terminated by SIGTERM`, an AbortError. */
+export function abortError(reason: string | undefined): Error {
   const err = new Error(`terminated by ${String(reason)}`);
   err.name = 'AbortError';
   return err;

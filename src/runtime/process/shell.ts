@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { merged } from '../../merged.js';
 import { containerPath, writeRefused } from './container-files.js';
+import { abortError } from './process-signal.js';
 import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 
 /**
@@ -602,11 +603,7 @@ class ShellInterpreter {
   }
 
   private checkSignal(): void {
-    if (this.ctx.signal.aborted) {
-      const err = new Error(`terminated by ${String(this.ctx.signal.reason)}`);
-      err.name = 'AbortError';
-      throw err;
-    }
+    if (this.ctx.signal.aborted) throw abortError(this.ctx.signal.reason);
   }
 
   private fail(io: CommandIo, message: string, code: number): number {

@@ -10,7 +10,7 @@ import {
   type RegisteredCommand,
 } from './command-registry.js';
 import type { ProcessEntry, ProcessTable } from './process-table.js';
-import { ProcessSignal } from './process-signal.js';
+import { abortError, ProcessSignal } from './process-signal.js';
 import { ignoredByDefault, normaliseSignal, signalNumber } from './signals.js';
 
 export interface ProcessExit {
@@ -293,7 +293,7 @@ export class SimulatedProcess implements ProcessEntry {
     running: Running,
   ): Promise<number | CommandNotFound> {
     const { options, signal } = running;
-    if (signal.aborted) throw abortError(signal);
+    if (signal.aborted) throw abortError(signal.reason);
     let child: SimulatedProcess;
     try {
       const childOptions: StartOptions = {
@@ -312,7 +312,7 @@ export class SimulatedProcess implements ProcessEntry {
       throw err;
     }
     const exit = await child.exited;
-    if (signal.aborted) throw abortError(signal);
+    if (signal.aborted) throw abortError(signal.reason);
     return exit.exitCode;
   }
 }
@@ -327,10 +327,4 @@ function normaliseExitCode(code: number, os: 'linux' | 'windows'): number {
   if (!Number.isFinite(code)) return 1;
   if (os === 'windows') return Math.trunc(code) | 0;
   return ((Math.trunc(code) % 256) + 256) % 256;
-}
-
-function abortError(signal: ProcessSignal): Error {
-  const err = new Error(`terminated by ${String(signal.reason)}`);
-  err.name = 'AbortError';
-  return err;
 }
