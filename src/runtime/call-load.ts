@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, open, openSync, unlink, unlinkSync } from 'node:fs';
+import { open, openSync, unlink, unlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 // The callback forms run in the thread pool without the FileHandle objects of fs/promises.
@@ -47,21 +47,5 @@ export class CallLoad {
   async unlink(path: string): Promise<void> {
     if (this.alone) unlinkSync(path);
     else await unlinkAsync(path);
-  }
-
-  /**
-   * Creates the file if it is missing (its directory too, when that is missing) and closes it:
-   * what a caller that opens it again later needs now. Only for a lone call (see `alone`).
-   */
-  createInline(path: string, mode: number, directory: string): void {
-    let fd: number;
-    try {
-      fd = openSync(path, 'a', mode);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      mkdirSync(directory, { recursive: true });
-      fd = openSync(path, 'a', mode);
-    }
-    closeSync(fd);
   }
 }

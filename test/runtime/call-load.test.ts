@@ -59,13 +59,13 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(((await loadOf(1).unlink(path).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).to.equal('ENOENT');
   });
 
-  it('creates a missing file and its directory inline, and leaves an existing file as it is', async () => {
-    const load = new CallLoad();
+  it('creates a missing log file and its directory inline, and leaves an existing file as it is', async () => {
+    const files = new LogFileHandles(4);
     const path = join(dir, 'pod', 'app', '0.log');
-    load.createInline(path, 0o640, join(dir, 'pod', 'app'));
+    files.createInline(path);
     expect((await stat(path)).mode & 0o777).to.equal(0o640);
     await writeFile(path, 'kept\n');
-    load.createInline(path, 0o640, join(dir, 'pod', 'app'));
+    files.createInline(path);
     expect(await readFile(path, 'utf8')).to.equal('kept\n');
   });
 

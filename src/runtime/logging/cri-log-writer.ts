@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CallLoad } from '../call-load.js';
@@ -106,6 +106,22 @@ export class LogFileHandles {
     }
   }
 
+  /**
+   * Creates the file if it is missing (its directory too, when that is missing) with the
+   * synchronous calls, and closes it: the first write opens it again. For a lone call (CallLoad).
+   */
+  createInline(path: string): void {
+    let fd: number;
+    try {
+      fd = openSync(path, 'a', LOG_FILE_MODE);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      mkdirSync(dirname(path), { recursive: true });
+      fd = openSync(path, 'a', LOG_FILE_MODE);
+    }
+    closeSync(fd);
+  }
+
   /** Opens `path` for the key again (creating the file), closing what the key had open. */
   async reopen(key: object, path: string): Promise<void> {
     await this.close(key);
@@ -188,7 +204,7 @@ export class CriLogWriter {
   ): Promise<CriLogWriter> {
     const writer = new CriLogWriter(path, files, clock, onError, load);
     if (load?.alone === true) {
-      load.createInline(path, LOG_FILE_MODE, dirname(path));
+      files.createInline(path);
       return writer;
     }
     // Kept among the open files: most containers write right after they start. The kubelet
