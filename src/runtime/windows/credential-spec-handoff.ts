@@ -6,6 +6,7 @@ import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
 import { CallLoad } from '../call-load.js';
 import { RuntimeError } from '../errors.js';
+import { RecycledFiles, SPARE_FILES_DIRECTORY } from '../recycled-files.js';
 import { SimulatedRegistry } from './simulated-registry.js';
 
 /** Where cri-dockerd (and dockershim before it) put credential specs (REFERENCE §7). */
@@ -17,6 +18,12 @@ export const CREDENTIAL_SPEC_NAME_PREFIX = 'k8s-cred-spec-';
 
 /** Directory under the state dir that `file://` credential specs are relative to, like moby's `<root>\CredentialSpecs`. */
 export const CREDENTIAL_SPEC_DIRECTORY = 'CredentialSpecs';
+
+/** Where removed credential spec files wait, emptied, for reuse (RecycledFiles), under the state dir. */
+export const RECYCLED_CREDENTIAL_SPEC_DIRECTORY = join(SPARE_FILES_DIRECTORY, 'credential-specs');
+
+/** The staged file's mode: the spec never exists with wider permissions (the umask can only narrow it). */
+const CREDENTIAL_SPEC_FILE_MODE = 0o600;
 
 const STAGED_NAME = /^k8s-cred-spec-[0-9a-f]{80}(\.json)?$/;
 
@@ -100,7 +107,7 @@ export class CredentialSpecHandoff {
     registry: SimulatedRegistry,
     logger: Logger,
     observer: CredentialSpecHandoffObserver,
-    private readonly load: CallLoad,
+    private readonly files: RecycledFiles,
   ) {
     this.transport = transport;
     this.directory = directory;
@@ -122,7 +129,8 @@ export class CredentialSpecHandoff {
     // mkdir's mode is filtered by the umask and ignored for an existing directory.
     await chmod(directory, 0o700);
     const registry = await SimulatedRegistry.open(stateDir);
-    return new CredentialSpecHandoff(transport, directory, registry, logger, observer, load);
+    const files = await RecycledFiles.open(join(stateDir, RECYCLED_CREDENTIAL_SPEC_DIRECTORY), CREDENTIAL_SPEC_FILE_MODE, load);
+    return new CredentialSpecHandoff(transport, directory, registry, logger, observer, files);
   }
 
   /** True for the KEP's file: delete it as soon as StartContainer returns. */
@@ -150,15 +158,16 @@ export class CredentialSpecHandoff {
     // (realpath, an lstat per path component) and stats the name on every call, and the old code
     // also fsynced; together that was most of the GMSA penalty per container start. None of it
     // buys anything here: the directory is ours, created 0700 once in `open`; the 80-hex random
-    // name cannot collide; and O_CREAT|O_EXCL ('wx') refuses to reuse any existing file. The file
-    // lives only from CreateContainer to StartContainer and the start-up sweep removes whatever a
-    // crash leaves, so durability (fsync) is not wanted. Mode 0600 at creation, so the file never
-    // exists with wider permissions (the umask can only narrow it).
-    // Only the open may go to the thread pool (when other calls are in flight; see CallLoad):
-    // creating an inode may wait on the file system's journal. Writing a few hundred bytes into
-    // the page cache and closing are memory operations of microseconds, cheaper than the two more
-    // pool round trips they would otherwise take.
-    const fd = await this.load.open(path, 'wx', 0o600);
+    // name cannot collide; and the create refuses any existing file (O_EXCL, or link(2) for a
+    // recycled inode). The file lives only from CreateContainer to StartContainer and the start-up
+    // sweep removes whatever a crash leaves, so durability (fsync) is not wanted. Mode 0600 at
+    // creation, so the file never exists with wider permissions (the umask can only narrow it).
+    // The file takes the emptied inode of an earlier, removed spec when there is one
+    // (RecycledFiles); otherwise only the open may go to the thread pool (when other calls are in
+    // flight; see CallLoad): creating an inode may wait on the disk. Writing a few hundred bytes
+    // into the page cache and closing are memory operations of microseconds, cheaper than the two
+    // more pool round trips they would otherwise take.
+    const fd = await this.files.create(path);
     try {
       try {
         // No encoding argument: UTF-8 is the default, and Node copies its default options
@@ -169,7 +178,7 @@ export class CredentialSpecHandoff {
       }
     } catch (err) {
       // A failed write leaves the file; never leave a partial spec behind.
-      await this.load.unlink(path).catch(() => undefined);
+      await this.files.remove(path).catch(() => undefined);
       throw err;
     }
     return { transport: 'file', name, securityOption: `credentialspec=file://${name}` };
@@ -190,15 +199,8 @@ export class CredentialSpecHandoff {
     if (staged.transport === 'registry') {
       return this.registry.deleteValue(CREDENTIAL_SPEC_REGISTRY_KEY, staged.name);
     }
-    try {
-      // A plain unlink: the name is checked against STAGED_NAME, so it is a file of ours and
-      // never a directory (no lstat + recursive delete as `rm` does).
-      await this.load.unlink(join(this.directory, staged.name));
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw err;
-    }
+    // The name is checked against STAGED_NAME, so it is a file of ours and never a directory.
+    return this.files.remove(join(this.directory, staged.name));
   }
 
   /**
@@ -265,6 +267,12 @@ export class CredentialSpecHandoff {
       ...files.map((name) => ({ transport: 'file' as const, name, securityOption: `credentialspec=file://${name}` })),
       ...values.map((name) => ({ transport: 'registry' as const, name, securityOption: `credentialspec=registry://${name}` })),
     ];
+  }
+
+  /** Shutdown: removes every staged credential spec, then the spare files kept for reuse. */
+  async close(): Promise<void> {
+    await this.sweep();
+    await this.files.close();
   }
 
   /** Start-up sweep: removes every leftover staged credential spec; returns what it removed. */

@@ -171,6 +171,6 @@ export class WindowsRuntime {
 
   /** Shutdown: the containers die with the runtime's memory, so every staged spec goes. */
   async close(): Promise<void> {
-    await this.handoff.sweep();
+    await this.handoff.close();
   }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   CREDENTIAL_SPEC_REGISTRY_KEY,
   CredentialSpecHandoff,
+  RECYCLED_CREDENTIAL_SPEC_DIRECTORY,
   stagedFromSecurityOption,
 } from '../../../src/runtime/windows/credential-spec-handoff.js';
 import { credentialSpecFromSecurityOptions } from '../../../src/runtime/windows/security-options.js';
@@ -75,6 +76,30 @@ describe('credential spec hand-off (dockershim layer)', () => {
       const staged = await handoff.stage('{}');
       expect(await handoff.remove(staged)).to.equal(true);
       expect(await handoff.remove(staged)).to.equal(false);
+      expect(await readdir(handoff.directory)).to.deep.equal([]);
+    });
+
+    it('a removed spec leaves no file and no content; the next one reuses its inode, and shutdown leaves no spare', async () => {
+      const handoff = await CredentialSpecHandoff.open(stateDir);
+      const first = await handoff.stage(KEP_EXAMPLE_CREDENTIAL_SPEC);
+      const inode = (await stat(join(handoff.directory, first.name))).ino;
+      expect(await handoff.releaseAfterStart([first.securityOption])).to.equal(1);
+      expect(await readdir(handoff.directory)).to.deep.equal([]);
+      const spareDir = join(stateDir, RECYCLED_CREDENTIAL_SPEC_DIRECTORY);
+      const spares = await readdir(spareDir);
+      expect(spares).to.have.length(1);
+      expect(await readFile(join(spareDir, spares[0]!), 'utf8')).to.equal('');
+
+      const second = await handoff.stage('{"second":true}');
+      const path = join(handoff.directory, second.name);
+      expect((await stat(path)).ino).to.equal(inode);
+      expect(await mode(path)).to.equal(0o600);
+      expect(await readFile(path, 'utf8')).to.equal('{"second":true}');
+      expect(await readdir(spareDir)).to.deep.equal([]);
+
+      await handoff.releaseAfterStart([second.securityOption]);
+      await handoff.close();
+      expect(await readdir(spareDir)).to.deep.equal([]);
       expect(await readdir(handoff.directory)).to.deep.equal([]);
     });
 
