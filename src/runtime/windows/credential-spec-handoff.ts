@@ -199,7 +199,8 @@ export class CredentialSpecHandoff {
     if (staged.transport === 'registry') {
       return this.registry.deleteValue(CREDENTIAL_SPEC_REGISTRY_KEY, staged.name);
     }
-    // The name is checked against STAGED_NAME, so it is a file of ours and never a directory.
+    // The name is checked against STAGED_NAME, so it is a file of ours; anything else found under
+    // it (a directory) fails the removal as unlink would, and the kubelet's retry comes back.
     return this.files.remove(join(this.directory, staged.name));
   }
 
