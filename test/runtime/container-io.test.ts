@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dir, type DirectoryResult } from 'tmp-promise';
-import { systemClock } from '../../src/runtime/clock.js';
+import { formatRfc3339Nano, systemClock } from '../../src/runtime/clock.js';
 import { CriLogWriter, formatLogRecord, LogFileHandles, MAX_LOG_LINE_BYTES } from '../../src/runtime/logging/cri-log-writer.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, securityContext, STOPPED_EVENT, waitForEvent, type RuntimeFixture } from './helpers.js';
@@ -27,6 +27,20 @@ describe('CRI log writer', () => {
   it('formats records with RFC3339Nano timestamps without trailing zeros', () => {
     expect(formatLogRecord(1_700_000_000_120_000_000n, 'stdout', false, 'hi')).to.equal('2023-11-14T22:13:20.12Z stdout F hi\n');
     expect(formatLogRecord(1_700_000_000_000_000_000n, 'stderr', true, 'x')).to.equal('2023-11-14T22:13:20Z stderr P x\n');
+  });
+
+  it('formats timestamps as Go RFC3339Nano when repeated, within one second, across seconds and back', () => {
+    const cases: [bigint, string][] = [
+      [1_700_000_000_120_000_000n, '2023-11-14T22:13:20.12Z'],
+      [1_700_000_000_120_000_000n, '2023-11-14T22:13:20.12Z'],
+      [1_700_000_000_000_000_001n, '2023-11-14T22:13:20.000000001Z'],
+      [1_700_000_000_999_999_999n, '2023-11-14T22:13:20.999999999Z'],
+      [1_700_000_001_000_000_000n, '2023-11-14T22:13:21Z'],
+      [1_700_000_000_500_000_000n, '2023-11-14T22:13:20.5Z'],
+      [1_714_557_600_123_400_000n, '2024-05-01T10:00:00.1234Z'],
+      [1_714_557_600_123_400_000n, '2024-05-01T10:00:00.1234Z'],
+    ];
+    expect(cases.map(([nanos]) => formatRfc3339Nano(nanos))).to.deep.equal(cases.map(([, text]) => text));
   });
 
   it('writes complete lines as F, splits overlong lines into P records, flushes a trailing partial line at close', async () => {
