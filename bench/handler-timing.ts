@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createCriClient } from '../src/cri/proto.js';
+import { tuneJitForRequestHandlers } from '../src/cri/jit.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
 import { measureFileCreates } from './disk.js';
@@ -88,6 +89,8 @@ async function serve(target: Target, socketPath: string, stateDir: string): Prom
     const floor = await startFloorServer(socketPath);
     close = () => floor.close();
   } else {
+    // As `cri-winsim runtime` does (src/commands/runtime.ts).
+    tuneJitForRequestHandlers();
     const runtime = await NodeRuntime.open({ stateDir });
     const server = new CriServer({
       runtime,

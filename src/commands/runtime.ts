@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { combineObservers, compactingCollection, DEFAULT_IDLE_GC_SECONDS, IdleCollector } from '../cri/idle-collector.js';
+import { tuneJitForRequestHandlers } from '../cri/jit.js';
 import { parseMetricsAddress, RuntimeMetrics, type MetricsEndpoint } from '../cri/metrics.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -57,6 +58,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
   // created (opening the runtime resets its state directory).
   await assertEndpointFree(options.listen);
   if (options.metricsAddr !== undefined) parseMetricsAddress(options.metricsAddr);
+  tuneJitForRequestHandlers();
   // Batched: the runtime logs several lines per pod lifecycle (as containerd does at info).
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true });
   let runtime: NodeRuntime | undefined;
