@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
 import { CallLoad } from '../call-load.js';
 import { RuntimeError } from '../errors.js';
+import { randomHex } from '../ids.js';
 import { RecycledFiles, SPARE_FILES_DIRECTORY } from '../recycled-files.js';
 import { SimulatedRegistry } from './simulated-registry.js';
 
@@ -56,7 +56,7 @@ export interface CredentialSpecHandoffObserver {
 
 /** An unguessable name: the prefix and 40 random bytes in hex, as cri-dockerd names registry values. */
 export function newCredentialSpecName(): string {
-  return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomBytes(40).toString('hex')}`;
+  return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomHex(40)}`;
 }
 
 function outstandingKey(staged: StagedCredentialSpec): string {
