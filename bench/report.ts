@@ -17,6 +17,12 @@ export interface LifecycleRun {
   stoppedBy: string;
   errors: string[];
   operations: Record<string, LatencySummary>;
+  /**
+   * CPU of the server process per completed pod during the run (ms, from /proc, 10 ms
+   * resolution): its main thread, and its other threads — V8's optimizing compiler and garbage
+   * collector helpers — which compete with both processes for the machine's cores.
+   */
+  serverCpuMsPerPod?: { mainThread: number; otherThreads: number };
 }
 
 export interface LatencyRatios {
@@ -98,6 +104,11 @@ export interface BenchReport {
       step?: { sandboxesAdded: number; bytesPerSandbox: number | null; containersAdded: number; bytesPerRunningContainer: number | null };
     }[];
   };
+  /**
+   * The warm-up each server got before the lifecycle runs: pods in all, most at `concurrency` and
+   * the last `lonePods` one at a time, and how many it completed in how long.
+   */
+  warmup?: { podsPerTarget: number; concurrency: number; lonePods: number; runtime: { pods: number; elapsedMs: number }; floor: { pods: number; elapsedMs: number } };
   /** Creating a file (open O_CREAT + close) in the log directory, before and after the lifecycle runs. */
   disk?: { fileCreateBefore: LatencySummary; fileCreateAfter?: LatencySummary };
   lifecycle: LifecycleComparison[];

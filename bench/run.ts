@@ -3,7 +3,7 @@
  * and compares every figure with a no-op gRPC server (the floor) driven by the same client in the
  * same run. Writes bench/results/bench-results.json and two SVG charts.
  *
- *   node dist/bench/run.js [--quick] [--seconds 6] [--concurrency 1,16,64]
+ *   node dist/bench/run.js [--quick] [--seconds 4] [--seconds-c1 10] [--concurrency 1,16,64] [--warmup-pods 5000]
  *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--scenarios gmsa,plain] [--skip-lists] [--kubelet-sizes 100,1000] [--skip-kubelet] [--cpu-prof] [--metrics] [--runtime-log-level L] [--out DIR] [--cli PATH]
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js'
 import { measureFileCreates } from './disk.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
 import { runConcurrently } from './runner.js';
-import { startRuntime, type RuntimeProcess } from './runtime-process.js';
+import { readThreadCpu, startRuntime, type RuntimeProcess } from './runtime-process.js';
 import {
   compareLatency,
   compareLifecycle,
@@ -37,13 +37,52 @@ import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pull
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * Each server's warm-up, in pods. V8 optimises a function once it has run enough bytecode, and
+ * most of the runtime's functions run once or twice per pod: with V8's default budget and a
+ * warm-up of 100 pods its optimising compiler was still at work, on a helper thread, through the
+ * first several thousand timed pods (about 230 functions optimised in the first 4 s at
+ * concurrency 1, still 5–10 a second after 6,000 pods), taking a core from the client and the
+ * server at random moments. The floor's few functions run many times per pod and are optimised
+ * within the first hundred. The runtime now lowers the budget (src/cri/jit.ts) and reaches its
+ * steady state within a few hundred pods; 5,000 pods (about 20 s per server) measure both servers
+ * as a node that has been up for a while, whatever the budget.
+ */
+const DEFAULT_WARMUP_PODS = 5000;
+
+/**
+ * The part of the warm-up run one pod at a time. A lone call takes paths of its own (CallLoad: the
+ * file work inline), which concurrent pods never reach; without this part they were compiled and
+ * optimised during the first timed run at concurrency 1.
+ */
+const WARMUP_LONE_FRACTION = 0.2;
+
+/**
+ * --idle-gc-seconds of the runtime the lifecycle runs use: longer than any pause they leave it
+ * (the floor's rounds between its own: half a run, at most 30 s), so that the idle collection, meant for
+ * a node that has gone quiet, does not run between its timed rounds. After one the runtime is
+ * slower for a few hundred pods: V8 drops the optimised code of about 150 functions whose weakly
+ * held objects the collection freed, and the young generation starts small again (README,
+ * Performance). The list and kubelet runs keep the default.
+ */
+const LIFECYCLE_IDLE_GC_SECONDS = 120;
+
 interface Settings {
   seconds: number;
+  /**
+   * The same for the runs at concurrency 1: their p99 is the 1% tail of a few hundred pods per
+   * second, so 4 s rest it on the 8 or 9 slowest calls of a kind, and single events decide it.
+   */
+  secondsAtConcurrency1: number;
   concurrency: number[];
   listSizes: number[];
   listSeconds: number;
   listIterations: number;
+  /** Pods each server runs, GMSA and plain alternately, before anything is timed. */
   warmupPods: number;
+  warmupConcurrency: number;
+  /** Upper bound of each server's warm-up. */
+  warmupSeconds: number;
   lifecycle: boolean;
   scenarios: LifecycleComparison['scenario'][];
   lists: boolean;
@@ -86,7 +125,9 @@ function parseSettings(argv: string[]): Settings {
     options: {
       quick: { type: 'boolean', default: false },
       seconds: { type: 'string' },
+      'seconds-c1': { type: 'string' },
       concurrency: { type: 'string' },
+      'warmup-pods': { type: 'string' },
       'list-sizes': { type: 'string' },
       'skip-lifecycle': { type: 'boolean', default: false },
       scenarios: { type: 'string' },
@@ -104,13 +145,22 @@ function parseSettings(argv: string[]): Settings {
   const quick = values.quick === true;
   const seconds = values.seconds !== undefined ? Number(values.seconds) : quick ? 2 : 4;
   if (!(seconds > 0 && seconds <= 60)) throw new Error(`--seconds ${values.seconds}: expected a number in (0, 60]`);
+  const secondsAtConcurrency1 = values['seconds-c1'] !== undefined ? Number(values['seconds-c1']) : quick ? 2 : 10;
+  if (!(secondsAtConcurrency1 > 0 && secondsAtConcurrency1 <= 60)) throw new Error(`--seconds-c1 ${values['seconds-c1']}: expected a number in (0, 60]`);
+  const warmupPods = values['warmup-pods'] !== undefined ? Number(values['warmup-pods']) : quick ? 200 : DEFAULT_WARMUP_PODS;
+  if (!Number.isInteger(warmupPods) || warmupPods < 0 || warmupPods > 100_000) {
+    throw new Error(`--warmup-pods ${values['warmup-pods']}: expected an integer from 0 to 100000`);
+  }
   return {
     seconds,
+    secondsAtConcurrency1,
     concurrency: values.concurrency !== undefined ? numberList(values.concurrency, '--concurrency') : [1, 16, 64],
     listSizes: values['list-sizes'] !== undefined ? numberList(values['list-sizes'], '--list-sizes') : quick ? [1000, 10000] : [1000, 10000, 50000],
     listSeconds: quick ? 2 : 4,
     listIterations: quick ? 10 : 40,
-    warmupPods: quick ? 20 : 100,
+    warmupPods,
+    warmupConcurrency: 16,
+    warmupSeconds: 90,
     lifecycle: values['skip-lifecycle'] !== true,
     scenarios: parseScenarios(values.scenarios ?? 'gmsa,plain'),
     lists: values['skip-lists'] !== true,
@@ -146,11 +196,13 @@ function log(line: string): void {
 const ROUND_ORDER: readonly Target[] = ['runtime', 'floor', 'floor', 'runtime', 'runtime', 'floor', 'floor', 'runtime'];
 
 /**
- * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds in
- * total, split over two rounds of the ABBA order; samples and counts of the rounds are merged.
+ * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds
+ * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of ROUND_ORDER; samples
+ * and counts of the rounds are merged.
  */
 async function lifecyclePair(
   clients: Record<Target, CriClient>,
+  pids: Record<Target, number>,
   scenario: LifecycleComparison['scenario'],
   concurrency: number,
   image: string,
@@ -158,23 +210,26 @@ async function lifecyclePair(
   settings: Settings,
 ): Promise<Record<Target, LifecycleRun>> {
   const rounds = ROUND_ORDER.filter((t) => t === 'runtime').length;
-  const acc: Record<Target, { recorder: LatencyRecorder; completed: number; failed: number; elapsedMs: number; stoppedBy: Set<string>; errors: Set<string> }> = {
-    runtime: { recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, stoppedBy: new Set(), errors: new Set() },
-    floor: { recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, stoppedBy: new Set(), errors: new Set() },
-  };
+  type Acc = { recorder: LatencyRecorder; completed: number; failed: number; elapsedMs: number; mainMs: number; otherMs: number; stoppedBy: Set<string>; errors: Set<string> };
+  const fresh = (): Acc => ({ recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, mainMs: 0, otherMs: 0, stoppedBy: new Set(), errors: new Set() });
+  const acc: Record<Target, Acc> = { runtime: fresh(), floor: fresh() };
   const gmsa = scenario === 'gmsa-lifecycle';
   for (const [round, target] of ROUND_ORDER.entries()) {
     const a = acc[target];
+    const cpuBefore = await readThreadCpu(pids[target]);
     const outcome = await runConcurrently(
       {
         concurrency,
         maxIterations: Math.ceil(settings.maxPods / rounds),
-        maxDurationMs: (settings.seconds * 1000) / rounds,
+        maxDurationMs: ((concurrency === 1 ? settings.secondsAtConcurrency1 : settings.seconds) * 1000) / rounds,
         maxFailures: 20,
       },
       (_worker, i) =>
         podLifecycle(clients[target], a.recorder, { name: `${target}-${scenario}-c${concurrency}-r${round}-${i}`, gmsa, logRoot }, image, CALL),
     );
+    const cpuAfter = await readThreadCpu(pids[target]);
+    a.mainMs += cpuAfter.mainMs - cpuBefore.mainMs;
+    a.otherMs += cpuAfter.otherMs - cpuBefore.otherMs;
     a.completed += outcome.completed;
     a.failed += outcome.failed;
     a.elapsedMs += outcome.elapsedMs;
@@ -197,6 +252,7 @@ async function lifecyclePair(
       stoppedBy: [...a.stoppedBy].join(','),
       errors: [...a.errors].slice(0, 5),
       operations,
+      serverCpuMsPerPod: a.completed > 0 ? { mainThread: round(a.mainMs / a.completed, 3), otherThreads: round(a.otherMs / a.completed, 3) } : undefined,
     };
   };
   return { runtime: finish('runtime'), floor: finish('floor') };
@@ -300,7 +356,7 @@ async function main(): Promise<void> {
   try {
     floor = await startFloorProcess(join(work, 'floor.sock'));
     const profileDir = join(settings.out, 'profiles');
-    const launch = async (name: string): Promise<RuntimeProcess> =>
+    const launch = async (name: string, extraArgs: string[] = []): Promise<RuntimeProcess> =>
       startRuntime({
         cliPath: settings.cli,
         socketPath: join(work, `${name}.sock`),
@@ -311,9 +367,10 @@ async function main(): Promise<void> {
         runtimeArgs: [
           ...(settings.metrics ? ['--metrics-addr', '127.0.0.1:0'] : []),
           ...(settings.runtimeLogLevel !== undefined ? ['--log-level', settings.runtimeLogLevel] : []),
+          ...extraArgs,
         ],
       });
-    runtime = await launch('runtime');
+    runtime = await launch('runtime', ['--idle-gc-seconds', String(LIFECYCLE_IDLE_GC_SECONDS)]);
     const rssAtStartKiB = await runtime.rssKiB();
     const startupSamplesMs = [round(runtime.startupMs)];
     log(`runtime pid ${runtime.pid} ready in ${runtime.startupMs.toFixed(0)} ms, RSS ${rssAtStartKiB} KiB`);
@@ -339,6 +396,7 @@ async function main(): Promise<void> {
       },
       bounds: {
         secondsPerLifecycleRun: settings.seconds,
+        secondsPerLifecycleRunAtConcurrency1: settings.secondsAtConcurrency1,
         maxPodsPerLifecycleRun: settings.maxPods,
         concurrency: settings.concurrency,
         listSizes: settings.listSizes,
@@ -346,6 +404,7 @@ async function main(): Promise<void> {
         listSeconds: settings.listSeconds,
         runtimeMetrics: settings.metrics ? 'on (--metrics-addr 127.0.0.1:0)' : 'off',
         runtimeLogLevel: settings.runtimeLogLevel ?? 'default (info)',
+        lifecycleRuntimeIdleGcSeconds: LIFECYCLE_IDLE_GC_SECONDS,
       },
       runtime: { startupMs: round(runtime.startupMs), startupSamplesMs, rssAtStartKiB, memory: [] },
       lifecycle: [],
@@ -360,23 +419,38 @@ async function main(): Promise<void> {
       mkdirSync(logRoot, { recursive: true });
       report.disk = { fileCreateBefore: await measureFileCreates(logRoot, DISK_SAMPLES) };
       log(`disk: creating a file in the log directory p50 ${fmt(report.disk.fileCreateBefore.p50)} p99 ${fmt(report.disk.fileCreateBefore.p99)} ms`);
-      // Warm both sides (JIT, connection, image cache) before anything is timed.
-      for (const [cri, target] of [[ours, 'runtime'], [base, 'floor']] as const) {
+      // Warm both sides (JIT, connection, image cache) before anything is timed: see DEFAULT_WARMUP_PODS.
+      const warmed = { runtime: { pods: 0, elapsedMs: 0 }, floor: { pods: 0, elapsedMs: 0 } };
+      const lonePods = Math.round(settings.warmupPods * WARMUP_LONE_FRACTION);
+      // The floor first: the runtime's first timed round follows its own warm-up directly.
+      for (const [cri, target] of [[base, 'floor'], [ours, 'runtime']] as const) {
         const warm = new LatencyRecorder();
-        const outcome = await runConcurrently(
-          { concurrency: 4, maxIterations: settings.warmupPods, maxDurationMs: 10000, maxFailures: 3 },
-          (_w, i) => podLifecycle(cri, warm, { name: `warmup-${target}-${i}`, gmsa: i % 2 === 0, logRoot }, image, CALL),
-        );
-        if (outcome.failed > 0) throw new Error(`warm-up against the ${target} failed: ${outcome.errors.join('; ')}`);
+        for (const [concurrency, pods] of [
+          [settings.warmupConcurrency, settings.warmupPods - lonePods],
+          [1, lonePods],
+        ] as const) {
+          if (pods === 0) continue;
+          const outcome = await runConcurrently(
+            { concurrency, maxIterations: pods, maxDurationMs: (settings.warmupSeconds * 1000) / 2, maxFailures: 3 },
+            (_w, i) => podLifecycle(cri, warm, { name: `warmup-${target}-c${concurrency}-${i}`, gmsa: i % 2 === 0, logRoot }, image, CALL),
+          );
+          if (outcome.failed > 0) throw new Error(`warm-up against the ${target} failed: ${outcome.errors.join('; ')}`);
+          warmed[target].pods += outcome.completed;
+          warmed[target].elapsedMs += Math.round(outcome.elapsedMs);
+          log(`warm-up: ${target} ${outcome.completed} pods at concurrency ${concurrency} in ${(outcome.elapsedMs / 1000).toFixed(1)} s`);
+        }
       }
+      report.warmup = { podsPerTarget: settings.warmupPods, concurrency: settings.warmupConcurrency, lonePods, ...warmed };
       for (const scenario of settings.scenarios) {
         for (const concurrency of settings.concurrency) {
-          const { runtime: r, floor: f } = await lifecyclePair({ runtime: ours, floor: base }, scenario, concurrency, image, logRoot, settings);
+          const { runtime: r, floor: f } = await lifecyclePair({ runtime: ours, floor: base }, { runtime: runtime.pid, floor: floor.pid }, scenario, concurrency, image, logRoot, settings);
           const c = compareLifecycle(scenario, concurrency, r, f);
           report.lifecycle.push(c);
           log(
             `${scenario} c=${concurrency}: runtime ${r.pods} pods ${r.rpcsPerSecond} RPCs/s (${r.failedPods} failed), ` +
-              `floor ${f.rpcsPerSecond} RPCs/s, ratio ${fmt(c.ratios.rpcsPerSecond)}`,
+              `floor ${f.rpcsPerSecond} RPCs/s, ratio ${fmt(c.ratios.rpcsPerSecond)}; ` +
+              `server CPU per pod main/other threads: runtime ${fmt(r.serverCpuMsPerPod?.mainThread)}/${fmt(r.serverCpuMsPerPod?.otherThreads)} ms, ` +
+              `floor ${fmt(f.serverCpuMsPerPod?.mainThread)}/${fmt(f.serverCpuMsPerPod?.otherThreads)} ms`,
           );
           for (const rpc of LIFECYCLE_RPCS) {
             const o = r.operations[rpc];

@@ -1,6 +1,6 @@
 /** Starts the runtime as a child process, as a user would, and watches its readiness and memory. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { unixEndpoint } from '../src/cri/endpoint.js';
 
@@ -53,6 +53,55 @@ export function parseVmRssKiB(statusText: string): number {
 
 export async function readRssKiB(pid: number): Promise<number> {
   return parseVmRssKiB(await readFile(`/proc/${pid}/status`, 'utf8'));
+}
+
+/** CPU time (user + system, ms) of a process's main thread and of all its other threads together. */
+export interface ThreadCpu {
+  mainMs: number;
+  otherMs: number;
+}
+
+/**
+ * The user + system CPU ticks of one /proc/<pid>/task/<tid>/stat text (fields 14 and 15, counted
+ * after the command name, which may itself hold spaces and parentheses).
+ */
+export function parseStatTicks(statText: string): number {
+  const end = statText.lastIndexOf(')');
+  if (end < 0) throw new Error('no command name in a /proc stat line');
+  const fields = statText.slice(end + 2).trim().split(' ');
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error('no utime/stime in a /proc stat line');
+  return utime + stime;
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ): 100 on Linux. */
+const USER_HZ = 100;
+
+/**
+ * The CPU time of a process's threads from /proc/<pid>/task: its main thread (the event loop) and
+ * the rest together (V8's compiler and garbage collector helpers, the libuv pool). Resolution
+ * 10 ms. A thread that ends between the listing and its read is left out.
+ */
+export async function readThreadCpu(pid: number): Promise<ThreadCpu> {
+  const tids = await readdir(`/proc/${pid}/task`);
+  let main = 0;
+  let other = 0;
+  await Promise.all(
+    tids.map(async (tid) => {
+      let text: string;
+      try {
+        text = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      } catch {
+        return;
+      }
+      const ticks = parseStatTicks(text);
+      if (tid === String(pid)) main += ticks;
+      else other += ticks;
+    }),
+  );
+  return { mainMs: (main * 1000) / USER_HZ, otherMs: (other * 1000) / USER_HZ };
 }
 
 export async function startRuntime(options: RuntimeProcessOptions): Promise<RuntimeProcess> {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { startFloorServer, type FloorServer } from '../../bench/floor-server.js';
-import { parseVmRssKiB, readRssKiB } from '../../bench/runtime-process.js';
+import { parseStatTicks, parseVmRssKiB, readRssKiB, readThreadCpu } from '../../bench/runtime-process.js';
 
 describe('bench floor server', () => {
   let dir: string;
@@ -85,6 +85,24 @@ describe('bench runtime memory probe', () => {
     if (process.platform !== 'linux') this.skip();
     const kib = await readRssKiB(process.pid);
     expect(kib).to.be.above(1000);
+  });
+
+  it('reads utime + stime from a /proc stat line whose command name holds spaces and parentheses', () => {
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    const line = '4242 (node (worker) 1) S 1 4242 4242 0 -1 4194304 1500 0 3 0 731 96 0 0 20 0 11 0 5 1000 2000\n';
+    expect(parseStatTicks(line)).to.equal(731 + 96);
+    expect(() => parseStatTicks('4242 node S 1')).to.throw(/command name/);
+    expect(() => parseStatTicks('4242 (node) S 1 2')).to.throw(/utime/);
+  });
+
+  it("splits a live process's CPU into its main thread and its other threads", async function () {
+    if (process.platform !== 'linux') this.skip();
+    const before = await readThreadCpu(process.pid);
+    const until = performance.now() + 60;
+    while (performance.now() < until); // busy on the main thread for 60 ms
+    const after = await readThreadCpu(process.pid);
+    expect(after.mainMs - before.mainMs).to.be.at.least(30);
+    expect(after.otherMs).to.be.at.least(before.otherMs);
   });
 });
 
