@@ -68,10 +68,11 @@ const WARMUP_LONE_FRACTION = 0.2;
 const LIFECYCLE_IDLE_GC_SECONDS = 120;
 
 interface Settings {
+  /** Seconds each server gets in one lifecycle run (over its rounds), at concurrency 16 and 64. */
   seconds: number;
   /**
-   * The same for the runs at concurrency 1: their p99 is the 1% tail of a few hundred pods per
-   * second, so 4 s rest it on the 8 or 9 slowest calls of a kind, and single events decide it.
+   * The same at concurrency 1: a p99 there is the 1% tail of a few hundred pods per second, so
+   * 4 s rested it on the 8 or 9 slowest calls of a kind, and single events decided it.
    */
   secondsAtConcurrency1: number;
   concurrency: number[];
