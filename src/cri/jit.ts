@@ -10,7 +10,7 @@ import { setFlagsFromString } from 'node:v8';
  * the first 5,000–10,000 pods after start the compiler kept working on a helper thread, taking a
  * core from the event loop at random moments (on two cores, the lifecycle's concurrency-1 calls
  * over 2 ms fell from 205 to 141 of 16,000 with this budget, the floor's being 120; p50s fell
- * 0.04–0.12 ms). With an eighth of the budget the runtime reaches its steady state within a few
+ * 0.02–0.12 ms). With an eighth of the budget the runtime reaches its steady state within a few
  * hundred pods. The same functions are optimised, only sooner.
  */
 export const RUNTIME_INTERRUPT_BUDGET = 8192;
