@@ -1,9 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { connect as http2Connect, createServer as createHttp2Server, type ServerHttp2Session } from 'node:http2';
+import { connect as netConnect } from 'node:net';
 import { join } from 'node:path';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { expect } from 'chai';
-import { createCriClient, criPackage, unaryCall, type CriClient } from '../../src/cri/proto.js';
+import { CRI_MAX_MESSAGE_BYTES, createCriClient, criPackage, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { CriServer } from '../../src/cri/server.js';
 import { FakeRuntime } from './fake-runtime.js';
 
@@ -74,6 +76,42 @@ describe('CRI client (src/cri/proto.ts)', () => {
     }
     expect(error?.code).to.equal(status.DEADLINE_EXCEEDED);
     expect(Date.now() - started).to.be.below(1500);
+  });
+
+  it('opens a 16 MiB receive window (stream and connection), so a large list does not wait on window updates', async () => {
+    // A bare HTTP/2 server sees what the client announces; it answers every call UNAVAILABLE.
+    const socketPath = join(dir, 'h2.sock');
+    const h2 = createHttp2Server();
+    const seen = new Promise<{ initialWindowSize: number | undefined; connectionWindow: number | undefined }>((resolve) => {
+      h2.on('session', (session: ServerHttp2Session) => {
+        session.on('stream', (stream) => {
+          // By the first request the client's settings and its connection WINDOW_UPDATE have arrived.
+          resolve({ initialWindowSize: session.remoteSettings.initialWindowSize, connectionWindow: session.state.remoteWindowSize });
+          stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status.UNAVAILABLE) }, { endStream: true });
+        });
+      });
+    });
+    await new Promise<void>((resolve) => h2.listen(socketPath, resolve));
+    const probe = createCriClient(`unix://${socketPath}`);
+    try {
+      await unaryCall(probe.runtime, 'Version', { version: 'v1' }).catch(() => undefined);
+      const windows = await seen;
+      expect(windows.initialWindowSize).to.equal(CRI_MAX_MESSAGE_BYTES);
+      expect(windows.connectionWindow).to.equal(CRI_MAX_MESSAGE_BYTES);
+      // The control: a client with HTTP/2's defaults announces 64 KiB.
+      const plainSettings = new Promise<number | undefined>((resolve) => {
+        h2.once('session', (session: ServerHttp2Session) => session.once('remoteSettings', (settings) => resolve(settings.initialWindowSize)));
+      });
+      const plain = http2Connect('http://localhost', { createConnection: () => netConnect(socketPath) });
+      try {
+        expect(await plainSettings).to.equal(65535);
+      } finally {
+        plain.destroy();
+      }
+    } finally {
+      probe.close();
+      await new Promise<void>((resolve) => h2.close(() => resolve()));
+    }
   });
 
   it('fails calls after close() instead of hanging', async () => {
