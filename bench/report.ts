@@ -55,6 +55,13 @@ export interface ListComparison {
   /** Mean time inside the runtime's handler (from its metrics, with --metrics): the rest is wire and client. */
   runtimeHandlerMeanMs?: number;
   /**
+   * ListContainers only: each timed call follows one StopContainer (untimed), so the runtime lists,
+   * encodes and sends a changed list and the client decodes it; the other figures are of an
+   * unchanged set, which the runtime sends from its last bytes. No floor counterpart: the floor
+   * answers one fixed response.
+   */
+  runtimeAfterChange?: LatencySummary;
+  /**
    * The same list through the real crictl (a Go client, like the kubelet): wall time of
    * `crictl ps -a -q` / `crictl pods -q`, and of `crictl version` (process start + one small RPC).
    */

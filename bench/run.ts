@@ -284,6 +284,24 @@ async function timeList(
   return recorder.summaries()[operation];
 }
 
+/**
+ * ListContainers with one running container stopped (untimed) before each timed call: the cost of
+ * a list that changed since the last one. Stops at most `settings.listIterations` of `running`.
+ */
+async function timeListAfterChange(cri: CriClient, running: readonly string[], settings: Settings): Promise<ReturnType<typeof summarize>> {
+  const recorder = new LatencyRecorder();
+  let next = 0;
+  const outcome = await runConcurrently(
+    { concurrency: 1, maxIterations: Math.min(settings.listIterations, running.length), maxDurationMs: settings.listSeconds * 1000, maxFailures: 3 },
+    async () => {
+      await unaryCall(cri.runtime, 'StopContainer', { container_id: running[next++] as string, timeout: 0 }, CALL);
+      await recorder.time('ListContainers', () => unaryCall(cri.runtime, 'ListContainers', { filter: {} }, CALL));
+    },
+  );
+  if (outcome.completed === 0) throw new Error(`ListContainers after a change: every call failed: ${outcome.errors.join('; ')}`);
+  return recorder.summaries()['ListContainers'];
+}
+
 function fmt(n: number | null | undefined, digits = 2): string {
   return n === null || n === undefined ? '-' : n.toFixed(digits);
 }
@@ -585,6 +603,8 @@ async function main(): Promise<void> {
             const after = await scrape();
             const f = await timeList(base, operation, settings);
             const handlerMs = before && after ? meanHandlerMs(before, after) : null;
+            // Stops some of this step's containers: after the memory figures, and the lists still count them.
+            const afterChange = operation === 'ListContainers' && containers.done.length > 0 ? await timeListAfterChange(ours, containers.done, settings) : undefined;
             let crictl: ListComparison['crictl'];
             if (settings.crictl !== undefined) {
               const args = operation === 'ListContainers' ? ['ps', '-a', '-q'] : ['pods', '-q'];
@@ -607,9 +627,11 @@ async function main(): Promise<void> {
               floor: f,
               ratios: compareLatency(r, f),
               ...(handlerMs !== null ? { runtimeHandlerMeanMs: round(handlerMs) } : {}),
+              ...(afterChange !== undefined ? { runtimeAfterChange: afterChange } : {}),
               ...(crictl !== undefined ? { crictl } : {}),
             });
             log(`  ${operation} over ${live} (${items} returned): p50 ${fmt(r.p50)} p99 ${fmt(r.p99)} ms | floor p50 ${fmt(f.p50)} p99 ${fmt(f.p99)} | ratio p50 ${fmt(r.p50 / f.p50)}${handlerMs !== null ? ` | in the runtime's handler ${fmt(handlerMs)} ms` : ''}`);
+            if (afterChange) log(`    after one StopContainer each: p50 ${fmt(afterChange.p50)} p99 ${fmt(afterChange.p99)} ms`);
             if (crictl) {
               log(`    crictl ${operation === 'ListContainers' ? 'ps -a -q' : 'pods -q'}: p50 ${fmt(crictl.runtime.p50)} ms | floor ${fmt(crictl.floor.p50)} ms | crictl version ${fmt(crictl.versionBaseline.p50)} ms`);
             }

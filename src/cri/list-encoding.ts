@@ -80,11 +80,18 @@ export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
     }
     return bytes;
   };
+  // The last response built: a list of the same elements (a node relisting an unchanged set) is
+  // sent from these bytes as they are. Building 10,000 containers anew costs a fresh 6 MB buffer
+  // and 10,000 small copies (2-9 ms, most of it faulting in new pages); comparing is ~20 µs,
+  // nothing when the runtime hands out the same array again. grpc-js copies the returned buffer
+  // into its frame and never writes to it, so handing it out twice is safe.
+  let last: { elements: readonly object[]; bytes: Buffer } | undefined;
   return {
     ...method,
     responseSerialize(value: Res): Buffer {
       const elements = cachedElements(value);
       if (elements === undefined) return serialize(value);
+      if (last !== undefined && sameElements(last.elements, elements)) return last.bytes;
       const parts = new Array<Buffer>(elements.length);
       let length = 0;
       for (let i = 0; i < elements.length; i++) {
@@ -92,9 +99,19 @@ export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
         parts[i] = bytes;
         length += bytes.length;
       }
-      return Buffer.concat(parts, length);
+      const bytes = Buffer.concat(parts, length);
+      last = { elements, bytes };
+      return bytes;
     },
   };
+}
+
+/** Whether two element lists hold the same objects in the same order. */
+function sameElements(a: readonly object[], b: readonly object[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The RuntimeService definition with the cached encoding on ListContainers and ListPodSandbox. */

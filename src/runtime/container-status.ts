@@ -1,3 +1,4 @@
+import type { Container } from '../generated/runtime/v1/Container.js';
 import type { ContainerStatusRequest__Output } from '../generated/runtime/v1/ContainerStatusRequest.js';
 import type { ContainerStatusResponse } from '../generated/runtime/v1/ContainerStatusResponse.js';
 import type { ListContainersRequest__Output } from '../generated/runtime/v1/ListContainersRequest.js';
@@ -20,8 +21,8 @@ export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest
  * Each element is the store's list view: the same object while the container is unchanged.
  */
 export function listContainers(ctx: RuntimeContext, req: ListContainersRequest__Output): ListContainersResponse {
-  const containers = ctx.containers.list(recordFilter(ctx, req.filter));
-  return { containers: containers.map((c) => ctx.containers.view(c, toContainer)) };
+  // A frozen array, shared by every unfiltered list until a container changes.
+  return { containers: ctx.containers.listViews(recordFilter(ctx, req.filter), toContainer) as Container[] };
 }
 
 /** What the CRI list filters (containers, sandboxes, their stats) may set. */

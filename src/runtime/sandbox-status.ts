@@ -1,3 +1,4 @@
+import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
 import type { ListPodSandboxRequest__Output } from '../generated/runtime/v1/ListPodSandboxRequest.js';
 import type { ListPodSandboxResponse } from '../generated/runtime/v1/ListPodSandboxResponse.js';
 import type { PodSandboxStatusRequest__Output } from '../generated/runtime/v1/PodSandboxStatusRequest.js';
@@ -31,8 +32,8 @@ export function podSandboxStatus(ctx: RuntimeContext, req: PodSandboxStatusReque
  * Each element is the store's list view: the same object while the sandbox is unchanged.
  */
 export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__Output): ListPodSandboxResponse {
-  const items = ctx.sandboxes.list(recordFilter(ctx, req.filter));
-  return { items: items.map((s) => ctx.sandboxes.view(s, toPodSandbox)) };
+  // A frozen array, shared by every unfiltered list until a sandbox changes.
+  return { items: ctx.sandboxes.listViews(recordFilter(ctx, req.filter), toPodSandbox) as PodSandbox[] };
 }
 
 /** UpdatePodSandboxResources: records the pod-level overhead and resources. */

@@ -126,6 +126,27 @@ describe('cached list encoding (ListContainers, ListPodSandbox)', () => {
       )).to.equal(0);
     });
 
+    it('sends the last bytes again for a list of the same elements, and builds any other list anew', () => {
+      const fast = withCachedElementEncoding(definition.ListContainers, 'ListContainers');
+      const a: Container = { id: 'a', state: ContainerState.RUNNING, labels: { app: 'web' } };
+      const b: Container = { id: 'b', state: ContainerState.CREATED };
+      const bytesOf = (list: Container[]) => definition.ListContainers.responseSerialize({ containers: list });
+      const list = [a, b];
+      const first = fast.responseSerialize(encodedFromCache('containers', list));
+      expect(Buffer.compare(first, bytesOf([a, b]))).to.equal(0);
+      expect(fast.responseSerialize(encodedFromCache('containers', list)), 'the same array').to.equal(first);
+      expect(fast.responseSerialize(encodedFromCache('containers', [a, b])), 'another array of the same objects').to.equal(first);
+      // Equal contents in other objects, another order, fewer, more: built from the elements.
+      for (const other of [[{ ...a }, b], [b, a], [a], [a, b, a], []]) {
+        const bytes = fast.responseSerialize(encodedFromCache('containers', other));
+        expect(bytes).to.not.equal(first);
+        expect(Buffer.compare(bytes, bytesOf(other))).to.equal(0);
+      }
+      // Back to the first list after others: its bytes, not the last list's.
+      expect(Buffer.compare(fast.responseSerialize(encodedFromCache('containers', [a, b])), bytesOf([a, b]))).to.equal(0);
+      expect(Buffer.compare(first, bytesOf([a, b])), 'bytes handed out are never written to').to.equal(0);
+    });
+
     it('decodes back to the listed elements, in order', () => {
       const fast = withCachedElementEncoding(definition.ListContainers, 'ListContainers');
       const states = [ContainerState.CREATED, ContainerState.RUNNING, ContainerState.EXITED];

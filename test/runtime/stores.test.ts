@@ -135,6 +135,54 @@ describe('sandbox store state machine', () => {
     off();
     expect(seen).to.deep.equal([SandboxState.NOTREADY]);
   });
+
+  describe('list views', () => {
+    const build = (s: SandboxRecord) => ({ id: s.id, state: s.status.state });
+    const ids = (views: readonly { id?: string }[]) => views.map((v) => v.id);
+
+    it('returns the same frozen array for every unfiltered list until a record is added, removed or updated', () => {
+      const store = new SandboxStore();
+      store.add(record('a1'));
+      store.add(record('b2'));
+      const first = store.listViews({}, build);
+      expect(ids(first)).to.deep.equal(['a1', 'b2']);
+      expect(Object.isFrozen(first)).to.equal(true);
+      // An empty id, group or selector sets no criterion: the same unfiltered list.
+      expect(store.listViews({ id: '', group: '', labelSelector: {} }, build)).to.equal(first);
+
+      store.add(record('c3'));
+      const added = store.listViews({}, build);
+      expect(added).to.not.equal(first);
+      expect(ids(added)).to.deep.equal(['a1', 'b2', 'c3']);
+      expect(added[0], 'an unchanged record keeps its view').to.equal(first[0]);
+
+      store.updateStatus('b2', (s) => ({ ...s, state: SandboxState.NOTREADY }));
+      const updated = store.listViews({}, build);
+      expect(updated).to.not.equal(added);
+      expect(updated.map((v) => v.state)).to.deep.equal([SandboxState.READY, SandboxState.NOTREADY, SandboxState.READY]);
+      expect(ids(first), 'an array handed out earlier is left as it was').to.deep.equal(['a1', 'b2']);
+
+      store.delete('a1');
+      expect(ids(store.listViews({}, build))).to.deep.equal(['b2', 'c3']);
+      store.delete('b2');
+      store.delete('c3');
+      expect(store.listViews({}, build)).to.deep.equal([]);
+    });
+
+    it('builds a filtered list fresh each time, of the same view objects, in the order of the full list', () => {
+      const store = new SandboxStore();
+      for (const id of ['a1', 'a2', 'b3']) store.add(record(id));
+      store.updateStatus('a2', (s) => ({ ...s, state: SandboxState.NOTREADY }));
+      const all = store.listViews({}, build);
+      const byPrefix = store.listViews({ id: 'b' }, build);
+      expect(ids(byPrefix)).to.deep.equal(['b3']);
+      expect(store.listViews({ id: 'b' }, build)).to.not.equal(byPrefix);
+      expect(byPrefix[0]).to.equal(all[2]);
+      expect(ids(store.listViews({ state: SandboxState.READY }, build))).to.deep.equal(['a1', 'b3']);
+      expect(ids(store.listViews({ labelSelector: { app: 'b3' } }, build))).to.deep.equal(['b3']);
+    });
+
+  });
 });
 
 describe('runtime: list filters and id prefixes', () => {

@@ -41,6 +41,8 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   private readonly byState = new IdMultiMap<number>();
   private readonly byGroup = new IdMultiMap<string>();
   private readonly listeners = new Set<(change: StatusChange<R, S>) => void>();
+  /** The views of the last unfiltered list; every add, delete and status update drops them. */
+  private allViews: readonly V[] | undefined;
 
   constructor(
     private readonly kind: string,
@@ -57,6 +59,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
 
   add(record: R): void {
     if (this.byId.has(record.id)) throw new RuntimeError('AlreadyExists', `${this.kind} ${record.id} already exists`);
+    this.allViews = undefined;
     this.byId.set(record.id, record);
     this.prefixes.add(record.id);
     this.labels.add(record.id, record.labels);
@@ -68,6 +71,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   delete(id: string): R | undefined {
     const record = this.byId.get(id);
     if (record === undefined) return undefined;
+    this.allViews = undefined;
     this.byId.delete(id);
     this.views.delete(record);
     this.prefixes.delete(id);
@@ -142,6 +146,23 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   }
 
   /**
+   * The list views of the records matching filter (`list`, then `view` of each). An unfiltered
+   * list is kept until the store changes: while no record was added, removed or updated, every
+   * unfiltered list returns the same frozen array (a node's periodic relist of an unchanged set
+   * costs nothing, and the gRPC edge can reuse the bytes it sent last time). `build` as in `view`:
+   * one builder per store.
+   */
+  listViews(filter: RecordFilter, build: (record: R) => V): readonly V[] {
+    if (!isUnfiltered(filter)) return this.list(filter).map((record) => this.view(record, build));
+    if (this.allViews !== undefined) return this.allViews;
+    const views = new Array<V>(this.byId.size);
+    let i = 0;
+    for (const record of this.byId.values()) views[i++] = this.view(record, build);
+    this.allViews = Object.freeze(views);
+    return this.allViews;
+  }
+
+  /**
    * The list view of a record, built by `build` on first use and then the same object until the
    * record's status changes (updateStatus drops it). `build` must depend only on the record's
    * immutable fields and its status. The view is frozen: callers share it.
@@ -176,6 +197,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
       this.byState.add(next.state, id);
     }
     record.status = next;
+    this.allViews = undefined;
     // The list view shows the status: the next list builds (and the edge encodes) it anew.
     this.views.delete(record);
     for (const listener of this.listeners) listener({ record, previous, current: next });
@@ -191,6 +213,16 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   all(): IterableIterator<R> {
     return this.byId.values();
   }
+}
+
+/** Whether a filter sets no criterion (an empty id or group, or an empty selector, sets none). */
+function isUnfiltered(filter: RecordFilter): boolean {
+  return (
+    (filter.id === undefined || filter.id === '') &&
+    filter.state === undefined &&
+    (filter.group === undefined || filter.group === '') &&
+    (filter.labelSelector === undefined || Object.keys(filter.labelSelector).length === 0)
+  );
 }
 
 /** Reserved names (the CRI requires a sandbox or container name to be unique until removal). */
