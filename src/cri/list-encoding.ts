@@ -67,6 +67,7 @@ export function listField(method: MethodDefinition<unknown, unknown>, name: stri
 export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
   method: MethodDefinition<Req, Res, ReqOut, ResOut>,
   name: string,
+  maxKeptBytes = Number.POSITIVE_INFINITY,
 ): MethodDefinition<Req, Res, ReqOut, ResOut> {
   const field = listField(method as MethodDefinition<unknown, unknown>, name).name;
   const serialize = method.responseSerialize;
@@ -84,7 +85,8 @@ export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
   // sent from these bytes as they are. Building 10,000 containers anew costs a fresh 6 MB buffer
   // and 10,000 small copies (2-9 ms, most of it faulting in new pages); comparing is ~20 µs,
   // nothing when the runtime hands out the same array again. grpc-js copies the returned buffer
-  // into its frame and never writes to it, so handing it out twice is safe.
+  // into its frame and never writes to it, so handing it out twice is safe. A response over
+  // `maxKeptBytes` (the server's send limit: it fails to send anyway) is not kept.
   let last: { elements: readonly object[]; bytes: Buffer } | undefined;
   return {
     ...method,
@@ -100,7 +102,7 @@ export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
         length += bytes.length;
       }
       const bytes = Buffer.concat(parts, length);
-      last = { elements, bytes };
+      last = length <= maxKeptBytes ? { elements, bytes } : undefined;
       return bytes;
     },
   };
@@ -114,11 +116,14 @@ function sameElements(a: readonly object[], b: readonly object[]): boolean {
   return true;
 }
 
-/** The RuntimeService definition with the cached encoding on ListContainers and ListPodSandbox. */
-export function withCachedListEncoding(definition: RuntimeServiceDefinition): RuntimeServiceDefinition {
+/**
+ * The RuntimeService definition with the cached encoding on ListContainers and ListPodSandbox;
+ * responses over `maxKeptBytes` are not kept for the next list.
+ */
+export function withCachedListEncoding(definition: RuntimeServiceDefinition, maxKeptBytes = Number.POSITIVE_INFINITY): RuntimeServiceDefinition {
   return {
     ...definition,
-    ListContainers: withCachedElementEncoding(definition.ListContainers, 'ListContainers'),
-    ListPodSandbox: withCachedElementEncoding(definition.ListPodSandbox, 'ListPodSandbox'),
+    ListContainers: withCachedElementEncoding(definition.ListContainers, 'ListContainers', maxKeptBytes),
+    ListPodSandbox: withCachedElementEncoding(definition.ListPodSandbox, 'ListPodSandbox', maxKeptBytes),
   };
 }

@@ -158,7 +158,7 @@ export class CriServer {
       'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
     });
-    server.addService(withCachedListEncoding(runtimeServiceDefinition()), this.runtimeHandlers);
+    server.addService(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES), this.runtimeHandlers);
     server.addService(imageServiceDefinition(), this.imageHandlers);
     try {
       await new Promise<void>((resolve, reject) => {

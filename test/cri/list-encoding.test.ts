@@ -147,6 +147,20 @@ describe('cached list encoding (ListContainers, ListPodSandbox)', () => {
       expect(Buffer.compare(first, bytesOf([a, b])), 'bytes handed out are never written to').to.equal(0);
     });
 
+    it('does not keep a response over its limit (the server\'s send limit: it cannot be sent)', () => {
+      const a: Container = { id: 'a'.repeat(40) };
+      const list = [a, a];
+      const size = definition.ListContainers.responseSerialize({ containers: list }).length;
+      const within = withCachedElementEncoding(definition.ListContainers, 'ListContainers', size);
+      const kept = within.responseSerialize(encodedFromCache('containers', list));
+      expect(within.responseSerialize(encodedFromCache('containers', list))).to.equal(kept);
+      const over = withCachedElementEncoding(definition.ListContainers, 'ListContainers', size - 1);
+      const first = over.responseSerialize(encodedFromCache('containers', list));
+      const second = over.responseSerialize(encodedFromCache('containers', list));
+      expect(second).to.not.equal(first);
+      expect(Buffer.compare(second, first)).to.equal(0);
+    });
+
     it('decodes back to the listed elements, in order', () => {
       const fast = withCachedElementEncoding(definition.ListContainers, 'ListContainers');
       const states = [ContainerState.CREATED, ContainerState.RUNNING, ContainerState.EXITED];
