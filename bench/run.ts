@@ -195,10 +195,17 @@ function log(line: string): void {
 
 /** Runtime and floor alternate in this order (ABBA), so drift on a shared machine hits both alike. */
 const ROUND_ORDER: readonly Target[] = ['runtime', 'floor', 'floor', 'runtime', 'runtime', 'floor', 'floor', 'runtime'];
+/**
+ * At concurrency 1 the rounds are twice as many and half as long (1.25 s of the default 10 s):
+ * a p99 there rests on the ~20 slowest calls of a kind, and a few seconds of a busy neighbour on
+ * the machine could otherwise fall into one server's round only.
+ */
+const ROUND_ORDER_C1: readonly Target[] = [...ROUND_ORDER, ...ROUND_ORDER];
 
 /**
  * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds
- * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of ROUND_ORDER; samples
+ * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of ROUND_ORDER
+ * (ROUND_ORDER_C1 at concurrency 1); samples
  * and counts of the rounds are merged.
  */
 async function lifecyclePair(
@@ -210,12 +217,13 @@ async function lifecyclePair(
   logRoot: string,
   settings: Settings,
 ): Promise<Record<Target, LifecycleRun>> {
-  const rounds = ROUND_ORDER.filter((t) => t === 'runtime').length;
+  const order = concurrency === 1 ? ROUND_ORDER_C1 : ROUND_ORDER;
+  const rounds = order.filter((t) => t === 'runtime').length;
   type Acc = { recorder: LatencyRecorder; completed: number; failed: number; elapsedMs: number; mainMs: number; otherMs: number; stoppedBy: Set<string>; errors: Set<string> };
   const fresh = (): Acc => ({ recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, mainMs: 0, otherMs: 0, stoppedBy: new Set(), errors: new Set() });
   const acc: Record<Target, Acc> = { runtime: fresh(), floor: fresh() };
   const gmsa = scenario === 'gmsa-lifecycle';
-  for (const [round, target] of ROUND_ORDER.entries()) {
+  for (const [round, target] of order.entries()) {
     const a = acc[target];
     const cpuBefore = await readThreadCpu(pids[target]);
     const outcome = await runConcurrently(
