@@ -272,15 +272,27 @@ function round(n: number, digits = 2): number {
   return Math.round(n * f) / f;
 }
 
+/**
+ * The unfiltered list, timed one call at a time. With `change`, each timed call follows an untimed
+ * `change.apply(i)` (ListContainers after one StopContainer: a list that changed since the last
+ * one), at most `change.count` times.
+ */
 async function timeList(
   cri: CriClient,
   operation: ListComparison['operation'],
   settings: Settings,
+  change?: { count: number; apply: (iteration: number) => Promise<unknown> },
 ): Promise<ReturnType<typeof summarize>> {
   const recorder = new LatencyRecorder();
   const outcome = await runConcurrently(
-    { concurrency: 1, maxIterations: settings.listIterations, maxDurationMs: settings.listSeconds * 1000, maxFailures: 3 },
-    async () => {
+    {
+      concurrency: 1,
+      maxIterations: Math.min(settings.listIterations, change?.count ?? Number.POSITIVE_INFINITY),
+      maxDurationMs: settings.listSeconds * 1000,
+      maxFailures: 3,
+    },
+    async (_worker, iteration) => {
+      await change?.apply(iteration);
       await recorder.time<unknown>(operation, () =>
         operation === 'ListContainers'
           ? unaryCall(cri.runtime, 'ListContainers', { filter: {} }, CALL)
@@ -288,26 +300,8 @@ async function timeList(
       );
     },
   );
-  if (outcome.completed === 0) throw new Error(`${operation}: every call failed: ${outcome.errors.join('; ')}`);
+  if (outcome.completed === 0) throw new Error(`${operation}${change ? ' after a change' : ''}: every call failed: ${outcome.errors.join('; ')}`);
   return recorder.summaries()[operation];
-}
-
-/**
- * ListContainers with one running container stopped (untimed) before each timed call: the cost of
- * a list that changed since the last one. Stops at most `settings.listIterations` of `running`.
- */
-async function timeListAfterChange(cri: CriClient, running: readonly string[], settings: Settings): Promise<ReturnType<typeof summarize>> {
-  const recorder = new LatencyRecorder();
-  let next = 0;
-  const outcome = await runConcurrently(
-    { concurrency: 1, maxIterations: Math.min(settings.listIterations, running.length), maxDurationMs: settings.listSeconds * 1000, maxFailures: 3 },
-    async () => {
-      await unaryCall(cri.runtime, 'StopContainer', { container_id: running[next++] as string, timeout: 0 }, CALL);
-      await recorder.time('ListContainers', () => unaryCall(cri.runtime, 'ListContainers', { filter: {} }, CALL));
-    },
-  );
-  if (outcome.completed === 0) throw new Error(`ListContainers after a change: every call failed: ${outcome.errors.join('; ')}`);
-  return recorder.summaries()['ListContainers'];
 }
 
 function fmt(n: number | null | undefined, digits = 2): string {
@@ -612,7 +606,14 @@ async function main(): Promise<void> {
             const f = await timeList(base, operation, settings);
             const handlerMs = before && after ? meanHandlerMs(before, after) : null;
             // Stops some of this step's containers: after the memory figures, and the lists still count them.
-            const afterChange = operation === 'ListContainers' && containers.done.length > 0 ? await timeListAfterChange(ours, containers.done, settings) : undefined;
+            const client = ours;
+            const afterChange =
+              operation === 'ListContainers' && containers.done.length > 0
+                ? await timeList(client, operation, settings, {
+                    count: containers.done.length,
+                    apply: (i) => unaryCall(client.runtime, 'StopContainer', { container_id: containers.done[i] as string, timeout: 0 }, CALL),
+                  })
+                : undefined;
             let crictl: ListComparison['crictl'];
             if (settings.crictl !== undefined) {
               const args = operation === 'ListContainers' ? ['ps', '-a', '-q'] : ['pods', '-q'];
