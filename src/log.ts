@@ -12,13 +12,18 @@ const REDACTED_KEYS: ReadonlySet<string> = new Set(['credential_spec', 'credenti
 const REDACT_DEPTH = 5;
 const CENSOR = '[redacted credential spec]';
 
+/** An object or array the redaction looks into (not a Buffer or typed array). */
+function walkable(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !ArrayBuffer.isView(value);
+}
+
 /** Whether a log object holds a redacted key within `depth` levels. Allocates nothing. */
 function holdsCredentialSpec(value: object, depth: number): boolean {
   for (const key in value) {
     if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
     if (REDACTED_KEYS.has(key)) return true;
     const child = (value as Record<string, unknown>)[key];
-    if (depth > 1 && typeof child === 'object' && child !== null && !ArrayBuffer.isView(child) && holdsCredentialSpec(child, depth - 1)) return true;
+    if (depth > 1 && walkable(child) && holdsCredentialSpec(child, depth - 1)) return true;
   }
   return false;
 }
@@ -34,9 +39,7 @@ function censored(value: object, depth: number): object {
     if (!Object.prototype.hasOwnProperty.call(copy, key)) continue;
     const child = (copy as Record<string, unknown>)[key];
     if (REDACTED_KEYS.has(key)) (copy as Record<string, unknown>)[key] = CENSOR;
-    else if (depth > 1 && typeof child === 'object' && child !== null && !ArrayBuffer.isView(child)) {
-      (copy as Record<string, unknown>)[key] = censored(child, depth - 1);
-    }
+    else if (depth > 1 && walkable(child)) (copy as Record<string, unknown>)[key] = censored(child, depth - 1);
   }
   return copy;
 }
