@@ -121,7 +121,7 @@ export function withCachedElementDecoding<Req, Res, ReqOut, ResOut>(
     ...method,
     responseDeserialize(received: Buffer): ResOut {
       // The same bytes as last time (a relist of an unchanged set): one memcmp, no copy, no split.
-      if (previous.decoded.length > 0 && received.equals(previous.bytes)) return { [field]: previous.decoded.slice() } as ResOut;
+      if (received.equals(previous.bytes)) return { [field]: previous.decoded.slice() } as ResOut;
       const parts = split(received);
       if (parts === undefined) return deserialize(received);
       // Kept for the next response: a copy, as the transport does not promise to leave its buffer alone.
