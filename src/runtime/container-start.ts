@@ -39,6 +39,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   const cleanup = new CleanupStack();
   let startError: unknown;
   let released: Promise<void> | undefined;
+  let writer: CriLogWriter | undefined;
   try {
     cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
     try {
@@ -49,8 +50,9 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         // asks that it is gone once StartContainer returns; `finally` waits for it).
         released = releaseCredentialSpecAfterStart(ctx, container);
       }
-      const writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
-      cleanup.defer('close the log file', () => writer.close());
+      writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
+      const opened = writer;
+      cleanup.defer('close the log file', () => opened.close());
       const process = startInitProcess(ctx, container, writer);
       cleanup.defer('kill the init process', () => process.kill('SIGKILL'));
       container.live.logWriter = writer;
@@ -79,6 +81,10 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
     await cleanup.unwind(ctx.logger);
     // The KEP: the credential spec file is deleted once StartContainer is done, started or not.
     if (container.os === 'windows') await (released ?? releaseCredentialSpecAfterStart(ctx, container));
+    // A lone call's writer still holds the descriptor that created the file. The process started
+    // on a microtask queued before these awaits, so what it printed at once (a banner) is queued in
+    // the writer by now and goes out through that descriptor, before the response.
+    writer?.settleStart();
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { closeSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { CallLoad } from '../../src/runtime/call-load.js';
 import { systemClock } from '../../src/runtime/clock.js';
 import { CriLogWriter, LogFileHandles } from '../../src/runtime/logging/cri-log-writer.js';
 import { CredentialSpecHandoff } from '../../src/runtime/windows/credential-spec-handoff.js';
-import { BUSYBOX, openRuntime, pull, rejection, runSandbox } from './helpers.js';
+import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox } from './helpers.js';
 
 /** A load with `calls` calls in flight. */
 function loadOf(calls: number): CallLoad {
@@ -59,13 +59,13 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(((await loadOf(1).unlink(path).catch((e: unknown) => e)) as NodeJS.ErrnoException).code).to.equal('ENOENT');
   });
 
-  it('creates a missing log file and its directory inline, and leaves an existing file as it is', async () => {
+  it('creates a missing log file and its directory inline, and leaves an existing file as it is (the caller closes the descriptor)', async () => {
     const files = new LogFileHandles(4);
     const path = join(dir, 'pod', 'app', '0.log');
-    files.createInline(path);
+    closeSync(files.createInline(path));
     expect((await stat(path)).mode & 0o777).to.equal(0o640);
     await writeFile(path, 'kept\n');
-    files.createInline(path);
+    closeSync(files.createInline(path));
     expect(await readFile(path, 'utf8')).to.equal('kept\n');
   });
 
@@ -74,6 +74,7 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     const path = join(dir, 'app', '0.log');
     const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(1));
     expect(existsSync(path)).to.equal(true);
+    writer.settleStart();
     expect(files.isOpen(writer)).to.equal(false);
     writer.write('stdout', 'hello\n');
     await writer.flush();
@@ -92,6 +93,42 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(lines[2]).to.match(/^\S+ stdout F x{3616}$/);
     expect(lines[3]).to.match(/^\S+ stderr F after$/);
     expect(lines).to.have.length(5);
+  });
+
+  it('a lone StartContainer returns with what the container printed at once in its log file, holding no descriptor after', async () => {
+    const fixture = await openRuntime();
+    const openFiles = (): number => readdirSync(existsSync('/proc/self/fd') ? '/proc/self/fd' : '/dev/fd').length;
+    try {
+      const { runtime } = fixture;
+      await pull(runtime, BUSYBOX);
+      const sandbox = await runSandbox(runtime, { log_directory: join(dir, 'pod') });
+      const started = await createContainer(runtime, sandbox, { command: ['ServiceMonitor.exe', 'w3svc'], log_path: 'app/0.log' });
+      const failing = await createContainer(runtime, sandbox, { command: ['no-such-command'], log_path: 'broken/0.log' });
+      const before = openFiles();
+      await runtime.startContainer({ container_id: started });
+      // Read before the event loop turns: the banner was written inside the call.
+      expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F  Service 'w3svc' has been stopped\n\S+ stdout F \n\S+ stdout F  Service 'w3svc' started\n$/);
+      expect(openFiles()).to.equal(before);
+      // A start that fails after the log file was created closes its descriptor too.
+      expect((await rejection(runtime.startContainer({ container_id: failing }))).message).to.contain('no-such-command');
+      expect(existsSync(join(dir, 'pod', 'broken', '0.log'))).to.equal(true);
+      expect(openFiles()).to.equal(before);
+      await runtime.stopContainer({ container_id: started, timeout: '0' });
+    } finally {
+      await fixture.close();
+    }
+  });
+
+  it('a lone writer settled while a batch is still queued keeps the order of the lines', async () => {
+    const path = join(dir, 'app', '0.log');
+    const writer = await CriLogWriter.open(path, systemClock, undefined, new LogFileHandles(4), loadOf(1));
+    writer.write('stdout', 'first\n');
+    const flushed = writer.flush(); // queued on the chain, not yet written
+    writer.write('stdout', 'second\n');
+    writer.settleStart();
+    await flushed;
+    await writer.close();
+    expect((await readFile(path, 'utf8')).split('\n').map((l) => l.split(' ').pop())).to.deep.equal(['first', 'second', '']);
   });
 
   it('a log writer among other calls opens its file in the pool and keeps it open', async () => {

@@ -107,19 +107,18 @@ export class LogFileHandles {
   }
 
   /**
-   * Creates the file if it is missing (its directory too, when that is missing) with the
-   * synchronous calls, and closes it: the first write opens it again. For a lone call (CallLoad).
+   * Opens the file for appending with the synchronous call, creating it if it is missing (its
+   * directory too, when that is missing), and returns the descriptor, which the caller closes. For
+   * a lone call (CallLoad).
    */
-  createInline(path: string): void {
-    let fd: number;
+  createInline(path: string): number {
     try {
-      fd = openSync(path, 'a', LOG_FILE_MODE);
+      return openSync(path, 'a', LOG_FILE_MODE);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       mkdirSync(dirname(path), { recursive: true });
-      fd = openSync(path, 'a', LOG_FILE_MODE);
+      return openSync(path, 'a', LOG_FILE_MODE);
     }
-    closeSync(fd);
   }
 
   /** Opens `path` for the key again (creating the file), closing what the key had open. */
@@ -181,6 +180,10 @@ export class CriLogWriter {
   private closed = false;
   private written = 0;
   private failed = false;
+  /** The descriptor a lone call's open created the file with, until `settleStart` (see there). */
+  private startFd: number | undefined = undefined;
+  /** Batches handed to the chain and not yet written. */
+  private queued = 0;
 
   private constructor(
     readonly path: string,
@@ -192,8 +195,8 @@ export class CriLogWriter {
 
   /**
    * Creates the log file (and its directory) for appending; it exists when this resolves. For a
-   * lone call (`load`, see CallLoad) the file is created inline and closed, and the first write
-   * opens it again.
+   * lone call (`load`, see CallLoad) the file is created inline and its descriptor kept until
+   * `settleStart` (or `close`).
    */
   static async open(
     path: string,
@@ -204,7 +207,7 @@ export class CriLogWriter {
   ): Promise<CriLogWriter> {
     const writer = new CriLogWriter(path, files, clock, onError, load);
     if (load?.alone === true) {
-      files.createInline(path);
+      writer.startFd = files.createInline(path);
       return writer;
     }
     // Kept among the open files: most containers write right after they start. The kubelet
@@ -218,6 +221,32 @@ export class CriLogWriter {
       await files.reopen(writer, path);
     }
     return writer;
+  }
+
+  /**
+   * After a lone call's open: writes what the process printed so far through the descriptor the
+   * create opened, then closes it; later output takes the usual path. A started container's first
+   * lines (a banner) so cost one write inside StartContainer, where they used to cost an open, a
+   * write and a close on the next turn of the event loop: between the response and its trailers,
+   * which the client waits for. Does nothing for a writer opened otherwise, or a second time.
+   */
+  settleStart(): void {
+    const fd = this.startFd;
+    if (fd === undefined) return;
+    this.startFd = undefined;
+    // With batches still on the chain the pending lines must follow them there (by path).
+    const data = this.queued === 0 ? this.pending?.join('') : undefined;
+    if (data !== undefined) this.pending = undefined;
+    try {
+      if (data !== undefined) {
+        writeSync(fd, data);
+        this.written += Buffer.byteLength(data);
+      }
+    } catch (err) {
+      this.writeFailed(err);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** Bytes written to log files by this writer (for the writable-layer figure of stats). */
@@ -289,6 +318,7 @@ export class CriLogWriter {
     // rather than reopening the file after it was closed.
     this.closed = true;
     await this.flush();
+    this.settleStart();
     const closing = this.files.close(this);
     if (options.waitForClose !== false) await closing;
   }
@@ -329,18 +359,26 @@ export class CriLogWriter {
     if (this.pending === undefined) return;
     const data = this.pending.join('');
     this.pending = undefined;
+    this.queued++;
     this.chain = this.chain.then(async () => {
       try {
         // A small batch while at most one call is in flight is written at once (see CallLoad):
         // StopContainer waits for the last output to be written before the container is EXITED.
-        if (this.load?.alone === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
+        if (this.startFd !== undefined) writeSync(this.startFd, data);
+        else if (this.load?.alone === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
         else await this.files.with(this, this.path, (handle) => handle.write(data));
         this.written += Buffer.byteLength(data);
       } catch (err) {
-        // Keep going: a vanished log directory must not take the container down.
-        if (!this.failed) this.onError(err as Error, this.path);
-        this.failed = true;
+        this.writeFailed(err);
+      } finally {
+        this.queued--;
       }
     });
+  }
+
+  /** Keeps going: a vanished log directory must not take the container down; reported once. */
+  private writeFailed(err: unknown): void {
+    if (!this.failed) this.onError(err as Error, this.path);
+    this.failed = true;
   }
 }
