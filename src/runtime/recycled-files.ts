@@ -1,10 +1,13 @@
-import { closeSync, linkSync, lstatSync, openSync, renameSync, truncateSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, ftruncateSync, linkSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CallLoad } from './call-load.js';
 
 /** Directory under the runtime's state dir that holds one spare directory per kind of file. */
 export const SPARE_FILES_DIRECTORY = 'spare-files';
+
+/** open(2) flags of a removal: read-write to empty the file, no symbolic link, no wait on a FIFO. */
+const RECYCLE_OPEN_FLAGS = constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** How many removed files are kept for reuse by default; beyond that a removal unlinks. */
 export const DEFAULT_RECYCLED_CAPACITY = 1024;
@@ -100,32 +103,37 @@ export class RecycledFiles {
    * False when nothing was at `path`.
    */
   async remove(path: string): Promise<boolean> {
-    let regular: boolean;
+    if (!this.recycling || this.spares.length >= this.capacity) return this.unlink(path);
+    let fd: number;
     try {
-      regular = lstatSync(path).isFile();
+      // Not through a symbolic link (ELOOP), never waiting on a FIFO; a directory fails (EISDIR).
+      fd = openSync(path, RECYCLE_OPEN_FLAGS);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw err;
-    }
-    if (!regular || !this.recycling || this.spares.length >= this.capacity) return this.unlink(path);
-    const spare = join(this.directory, `spare-${++this.named}`);
-    try {
-      renameSync(path, spare);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return false;
-      if (code !== 'EXDEV') throw err;
-      return this.unlink(path); // Another file system: nothing to reuse.
+      return this.unlink(path); // Not a file we can empty: removed as unlink removes it (or fails as it does).
     }
     try {
-      truncateSync(spare, 0);
-    } catch {
-      // Not emptied: do not keep it (and what it held) as a spare.
-      await this.unlink(spare);
+      try {
+        // Emptied under its name, then moved: only a regular file can be truncated, so nothing
+        // else, and nothing it held, becomes a spare.
+        ftruncateSync(fd, 0);
+      } catch {
+        return await this.unlink(path);
+      }
+      const spare = join(this.directory, `spare-${++this.named}`);
+      try {
+        renameSync(path, spare);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return false;
+        if (code !== 'EXDEV') throw err;
+        return await this.unlink(path); // Another file system: nothing to reuse.
+      }
+      this.spares.push(spare);
       return true;
+    } finally {
+      closeSync(fd);
     }
-    this.spares.push(spare);
-    return true;
   }
 
   /** Unlinks every spare (shutdown). */

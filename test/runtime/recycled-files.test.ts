@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { closeSync, writeSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CallLoad } from '../../src/runtime/call-load.js';
@@ -82,6 +83,21 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
     expect(await errorCode(files.remove(join(dir, 'busy.json')))).to.be.oneOf(['EISDIR', 'EPERM']);
     expect((await stat(join(dir, 'busy.json', 'inside'))).isDirectory()).to.equal(true);
     expect(files.spareCount).to.equal(0);
+  });
+
+  it('removes a symbolic link without following it, and a FIFO without waiting on it, keeping neither as a spare', async () => {
+    const files = await RecycledFiles.open(spareDir, 0o600);
+    await writeFile(join(dir, 'target.json'), 'not ours to empty');
+    await symlink(join(dir, 'target.json'), join(dir, 'link.json'));
+    expect(await files.remove(join(dir, 'link.json'))).to.equal(true);
+    expect(await errorCode(lstat(join(dir, 'link.json')))).to.equal('ENOENT');
+    expect(await readFile(join(dir, 'target.json'), 'utf8')).to.equal('not ours to empty');
+    if (spawnSync('mkfifo', [join(dir, 'fifo.json')]).status === 0) {
+      expect(await files.remove(join(dir, 'fifo.json'))).to.equal(true);
+      expect(await errorCode(lstat(join(dir, 'fifo.json')))).to.equal('ENOENT');
+    }
+    expect(files.spareCount).to.equal(0);
+    expect(await readdir(spareDir)).to.deep.equal([]);
   });
 
   it('unlinks what is removed beyond its capacity', async () => {
