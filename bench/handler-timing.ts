@@ -206,7 +206,7 @@ async function main(): Promise<void> {
     };
 
     // The disk's speed moves by phases on a VM; the runtime's file-creating calls move with it.
-    const disk = await measureFileCreates(logRoot, 200);
+    const disk = measureFileCreates(logRoot, 200);
 
     const fmt = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(3)).padStart(8);
     const counts = (over: number, c: TailCounts): string => [over, ...TAIL_CAUSES.map((k) => c[k])].map((n) => `${n}`.padStart(9)).join('');

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderBarChart, type BarChart } from './chart.js';
 import { ratio, type LatencySummary } from './stats.js';
+import type { DiskSettling } from './disk.js';
 
 export type Target = 'runtime' | 'floor';
 
@@ -117,7 +118,7 @@ export interface BenchReport {
    */
   warmup?: { podsPerTarget: number; concurrency: number; lonePods: number; runtime: { pods: number; elapsedMs: number }; floor: { pods: number; elapsedMs: number } };
   /** Creating a file (open O_CREAT + close) in the log directory, before and after the lifecycle runs. */
-  disk?: { fileCreateBefore: LatencySummary; fileCreateAfter?: LatencySummary };
+  disk?: { settling?: DiskSettling; fileCreateBefore: LatencySummary; fileCreateAfter?: LatencySummary };
   lifecycle: LifecycleComparison[];
   lists: ListComparison[];
   kubelet: unknown;
