@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QUIET_CREATE_P50_MS, measureFileCreates, waitForQuietDisk } from '../../bench/disk.js';
+import { QUIET_CREATE_P90_MS, measureFileCreates, waitForQuietDisk } from '../../bench/disk.js';
 import { summarize } from '../../bench/stats.js';
 
 describe('bench disk probe', () => {
@@ -23,13 +23,13 @@ describe('bench disk probe', () => {
     expect(await readdir(join(dir, probeDir!))).to.have.length(25);
   });
 
-  /** A probe that reports the given p50s in turn, on a clock that the waits move. */
-  function scripted(p50s: number[]) {
+  /** A probe that reports the given p90s in turn, on a clock that the waits move. */
+  function scripted(p90s: number[]) {
     let clock = 0;
     const waits: number[] = [];
     return {
       waits,
-      probe: () => summarize([p50s.shift() ?? Number.NaN]),
+      probe: () => summarize([p90s.shift() ?? Number.NaN]),
       sleep: async (ms: number) => {
         waits.push(ms);
         clock += ms;
@@ -38,38 +38,45 @@ describe('bench disk probe', () => {
     };
   }
 
-  it('goes on at once when the file system is quiet', async () => {
-    const s = scripted([0.02]);
+  it('goes on after a second quiet probe one interval later, saying nothing', async () => {
+    const s = scripted([0.03, 0.04]);
     const lines: string[] = [];
     const result = await waitForQuietDisk(dir, { maxWaitMs: 60_000, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
-    expect(result).to.deep.equal({ settled: true, waitedMs: 0, probesP50Ms: [0.02] });
-    expect(s.waits).to.deep.equal([]);
+    expect(result).to.deep.equal({ settled: true, waitedMs: 15_000, probesP90Ms: [0.03, 0.04] });
+    expect(s.waits).to.deep.equal([15_000]);
     expect(lines).to.deep.equal([]);
   });
 
-  it('waits while creates are slow and goes on once they are quiet, saying so', async () => {
-    const s = scripted([0.3, 0.12, QUIET_CREATE_P50_MS]);
+  it('waits while creates are slow, counts quiet probes only in a row, and says when it goes on', async () => {
+    const s = scripted([0.3, QUIET_CREATE_P90_MS, 0.25, 0.04, 0.03]);
     const lines: string[] = [];
-    const result = await waitForQuietDisk(dir, { maxWaitMs: 60_000, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
-    expect(result).to.deep.equal({ settled: true, waitedMs: 30_000, probesP50Ms: [0.3, 0.12, 0.05] });
-    expect(s.waits).to.deep.equal([15_000, 15_000]);
-    expect(lines[0]).to.contain('p50 0.300 ms');
-    expect(lines.at(-1)).to.equal('disk: settled after 30 s (create p50 0.050 ms)');
+    const result = await waitForQuietDisk(dir, { maxWaitMs: 120_000, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
+    expect(result).to.deep.equal({ settled: true, waitedMs: 60_000, probesP90Ms: [0.3, 0.08, 0.25, 0.04, 0.03] });
+    expect(s.waits).to.deep.equal([15_000, 15_000, 15_000, 15_000]);
+    expect(lines[0]).to.contain('p90 0.300 ms');
+    expect(lines).to.have.length(3);
+    expect(lines.at(-1)).to.equal('disk: settled after 60 s (create p90 0.030 ms)');
   });
 
   it('gives up at its bound and reports the disk as not settled', async () => {
-    const s = scripted([0.3, 0.3, 0.3, 0.3]);
+    const s = scripted([0.3, 0.3, 0.02, 0.3]);
     const lines: string[] = [];
     const result = await waitForQuietDisk(dir, { maxWaitMs: 40_000, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
-    expect(result).to.deep.equal({ settled: false, waitedMs: 30_000, probesP50Ms: [0.3, 0.3, 0.3] });
-    expect(lines.at(-1)).to.equal('disk: still busy after 30 s (create p50 0.300 ms); going on');
+    expect(result).to.deep.equal({ settled: false, waitedMs: 30_000, probesP90Ms: [0.3, 0.3, 0.02] });
+    expect(lines.at(-1)).to.equal('disk: still busy after 30 s (create p90 0.020 ms); going on');
   });
 
-  it('with no wait allowed probes once and goes on', async () => {
-    const s = scripted([0.3]);
-    const lines: string[] = [];
-    const result = await waitForQuietDisk(dir, { maxWaitMs: 0, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
-    expect(result).to.deep.equal({ settled: false, waitedMs: 0, probesP50Ms: [0.3] });
-    expect(lines).to.deep.equal([]);
+  it('with no wait allowed probes once and goes on, settled or not', async () => {
+    for (const [p90, settled] of [
+      [0.3, false],
+      [0.02, true],
+    ] as const) {
+      const s = scripted([p90]);
+      const lines: string[] = [];
+      const result = await waitForQuietDisk(dir, { maxWaitMs: 0, intervalMs: 15_000, ...s, log: (l) => lines.push(l) });
+      expect(result).to.deep.equal({ settled, waitedMs: 0, probesP90Ms: [p90] });
+      expect(s.waits).to.deep.equal([]);
+      expect(lines).to.deep.equal([]);
+    }
   });
 });
