@@ -114,10 +114,47 @@ interface Settings {
   setupSecondsPer10k: number;
 }
 
+/**
+ * How long the bench waits at most for the file system to settle before the lifecycle runs
+ * (bench/disk.ts): ext4 without a journal took up to about six and a half minutes on the
+ * development machine to come back from a removal of tens of thousands of files (the end of the
+ * previous bench run, a run of `npm test`).
+ */
+const DEFAULT_DISK_SETTLE_SECONDS = 480;
+/** Between two probes of the file system while waiting for it to settle. */
+const DISK_SETTLE_PROBE_INTERVAL_MS = 15_000;
+
+const USAGE = `Usage: npm run bench -- [options]   (or: node dist/bench/run.js [options])
+
+Drives the runtime and a no-op gRPC server (the floor) through their unix sockets with the same
+client, reports ours/floor for every figure and checks the targets; writes bench-results.json and
+two SVG charts to the output directory. bench/README.md explains each step.
+
+  --quick                   2 s per scenario, 200 warm-up pods, lists up to 10,000, kubelet 100
+  --seconds N               each lifecycle run at concurrency 16 and 64, in (0, 60] (default 4)
+  --seconds-c1 N            each lifecycle run at concurrency 1, in (0, 60] (default ${DEFAULT_SECONDS_AT_CONCURRENCY_1})
+  --concurrency LIST        lifecycle concurrencies (default 1,16,64)
+  --scenarios LIST          gmsa, plain or both (default gmsa,plain)
+  --warmup-pods N           untimed pods per server first, 0-100000 (default ${DEFAULT_WARMUP_PODS})
+  --disk-settle-seconds N   longest wait for the file system to settle, 0-1800 (default ${DEFAULT_DISK_SETTLE_SECONDS})
+  --list-sizes LIST         live pods for the list timings (default 1000,10000,50000)
+  --kubelet-sizes LIST      pod counts of the fake kubelet runs (default 100,1000)
+  --skip-lifecycle, --skip-lists, --skip-kubelet
+  --metrics                 run the runtime with --metrics-addr 127.0.0.1:0
+  --runtime-log-level LEVEL the runtime's --log-level (default: its own, info)
+  --cpu-prof                a CPU profile of each runtime started, in <out>/profiles/
+  --cli PATH                the CLI to benchmark (default: this package's dist/src/cli.js)
+  --out DIR                 output directory (default bench/results)
+  -h, --help                this text
+`;
+
+/** A bad command line: reported in one line, without a stack, with exit code 2. */
+class UsageError extends Error {}
+
 function numberList(text: string, flag: string): number[] {
   const values = text.split(',').map((s) => Number(s.trim()));
   if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new Error(`${flag} ${JSON.stringify(text)}: expected comma-separated positive integers`);
+    throw new UsageError(`${flag} ${JSON.stringify(text)}: expected comma-separated positive integers`);
   }
   return values;
 }
@@ -126,45 +163,53 @@ function parseScenarios(text: string): LifecycleComparison['scenario'][] {
   const names = text.split(',').map((s) => s.trim());
   const known: Record<string, LifecycleComparison['scenario']> = { gmsa: 'gmsa-lifecycle', plain: 'plain-lifecycle' };
   const bad = names.filter((n) => known[n] === undefined);
-  if (bad.length > 0 || names.length === 0) throw new Error(`--scenarios ${JSON.stringify(text)}: expected a comma-separated list of gmsa, plain`);
+  if (bad.length > 0 || names.length === 0) throw new UsageError(`--scenarios ${JSON.stringify(text)}: expected a comma-separated list of gmsa, plain`);
   return names.map((n) => known[n]);
 }
 
-function parseSettings(argv: string[]): Settings {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: 'boolean', default: false },
-      seconds: { type: 'string' },
-      'seconds-c1': { type: 'string' },
-      concurrency: { type: 'string' },
-      'warmup-pods': { type: 'string' },
-      'disk-settle-seconds': { type: 'string' },
-      'list-sizes': { type: 'string' },
-      'skip-lifecycle': { type: 'boolean', default: false },
-      scenarios: { type: 'string' },
-      'skip-lists': { type: 'boolean', default: false },
-      'kubelet-sizes': { type: 'string' },
-      'skip-kubelet': { type: 'boolean', default: false },
-      'cpu-prof': { type: 'boolean', default: false },
-      metrics: { type: 'boolean', default: false },
-      'runtime-log-level': { type: 'string' },
-      out: { type: 'string' },
-      cli: { type: 'string' },
-    },
-    strict: true,
-  });
+const OPTIONS = {
+  quick: { type: 'boolean', default: false },
+  seconds: { type: 'string' },
+  'seconds-c1': { type: 'string' },
+  concurrency: { type: 'string' },
+  'warmup-pods': { type: 'string' },
+  'disk-settle-seconds': { type: 'string' },
+  'list-sizes': { type: 'string' },
+  'skip-lifecycle': { type: 'boolean', default: false },
+  scenarios: { type: 'string' },
+  'skip-lists': { type: 'boolean', default: false },
+  'kubelet-sizes': { type: 'string' },
+  'skip-kubelet': { type: 'boolean', default: false },
+  'cpu-prof': { type: 'boolean', default: false },
+  metrics: { type: 'boolean', default: false },
+  'runtime-log-level': { type: 'string' },
+  out: { type: 'string' },
+  cli: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+function parseSettings(argv: string[]): Settings | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, strict: true });
+  } catch (err) {
+    // node:util's own errors (an unknown option, a missing value) name the option already.
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const { values } = parsed;
+  if (values.help === true) return 'help';
+
   const quick = values.quick === true;
   const seconds = values.seconds !== undefined ? Number(values.seconds) : quick ? 2 : 4;
-  if (!(seconds > 0 && seconds <= 60)) throw new Error(`--seconds ${values.seconds}: expected a number in (0, 60]`);
+  if (!(seconds > 0 && seconds <= 60)) throw new UsageError(`--seconds ${values.seconds}: expected a number in (0, 60]`);
   const secondsAtConcurrency1 = values['seconds-c1'] !== undefined ? Number(values['seconds-c1']) : quick ? 2 : DEFAULT_SECONDS_AT_CONCURRENCY_1;
-  if (!(secondsAtConcurrency1 > 0 && secondsAtConcurrency1 <= 60)) throw new Error(`--seconds-c1 ${values['seconds-c1']}: expected a number in (0, 60]`);
+  if (!(secondsAtConcurrency1 > 0 && secondsAtConcurrency1 <= 60)) throw new UsageError(`--seconds-c1 ${values['seconds-c1']}: expected a number in (0, 60]`);
   const warmupPods = values['warmup-pods'] !== undefined ? Number(values['warmup-pods']) : quick ? 200 : DEFAULT_WARMUP_PODS;
   if (!Number.isInteger(warmupPods) || warmupPods < 0 || warmupPods > 100_000) {
-    throw new Error(`--warmup-pods ${values['warmup-pods']}: expected an integer from 0 to 100000`);
+    throw new UsageError(`--warmup-pods ${values['warmup-pods']}: expected an integer from 0 to 100000`);
   }
   const diskSettleSeconds = values['disk-settle-seconds'] !== undefined ? Number(values['disk-settle-seconds']) : quick ? 0 : DEFAULT_DISK_SETTLE_SECONDS;
-  if (!(diskSettleSeconds >= 0 && diskSettleSeconds <= 1800)) throw new Error(`--disk-settle-seconds ${values['disk-settle-seconds']}: expected a number from 0 to 1800`);
+  if (!(diskSettleSeconds >= 0 && diskSettleSeconds <= 1800)) throw new UsageError(`--disk-settle-seconds ${values['disk-settle-seconds']}: expected a number from 0 to 1800`);
   return {
     seconds,
     secondsAtConcurrency1,
@@ -197,16 +242,6 @@ function parseSettings(argv: string[]): Settings {
     setupSecondsPer10k: 60,
   };
 }
-
-/**
- * How long the bench waits at most for the file system to settle before the lifecycle runs
- * (bench/disk.ts): ext4 without a journal took up to about six and a half minutes on the
- * development machine to come back from a removal of tens of thousands of files (the end of the
- * previous bench run, a run of `npm test`).
- */
-const DEFAULT_DISK_SETTLE_SECONDS = 480;
-/** Between two probes of the file system while waiting for it to settle. */
-const DISK_SETTLE_PROBE_INTERVAL_MS = 15_000;
 
 const CALL = { timeoutMs: 15000 };
 const CRICTL_SAMPLES = 5;
@@ -390,6 +425,10 @@ function checkTargets(report: BenchReport): TargetCheck[] {
 
 async function main(): Promise<void> {
   const settings = parseSettings(process.argv.slice(2));
+  if (settings === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
   const startedAt = new Date().toISOString();
   const work = mkdtempSync(join(tmpdir(), 'cri-winsim-bench-'));
   const logRoot = join(work, 'pod-logs');
@@ -736,6 +775,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`bench: ${err.message} (--help lists the options)\n`);
+    process.exitCode = 2;
+    return;
+  }
   process.stderr.write(`bench: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   process.exitCode = 1;
 });
