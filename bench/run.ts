@@ -3,8 +3,7 @@
  * and compares every figure with a no-op gRPC server (the floor) driven by the same client in the
  * same run. Writes bench/results/bench-results.json and two SVG charts.
  *
- *   node dist/bench/run.js [--quick] [--seconds 4] [--seconds-c1 60] [--concurrency 1,16,64] [--warmup-pods 5000] [--disk-settle-seconds 480]
- *       [--list-sizes 1000,10000,50000] [--skip-lifecycle] [--scenarios gmsa,plain] [--skip-lists] [--kubelet-sizes 100,1000] [--skip-kubelet] [--cpu-prof] [--metrics] [--runtime-log-level L] [--out DIR] [--cli PATH]
+ *   node dist/bench/run.js [options]    (`--help` lists them: USAGE below)
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -188,15 +187,17 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
-function parseSettings(argv: string[]): Settings | 'help' {
-  let parsed;
+function parseOptions(argv: string[]) {
   try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, strict: true });
+    return parseArgs({ args: argv, options: OPTIONS, strict: true }).values;
   } catch (err) {
     // node:util's own errors (an unknown option, a missing value) name the option already.
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
-  const { values } = parsed;
+}
+
+function parseSettings(argv: string[]): Settings | 'help' {
+  const values = parseOptions(argv);
   if (values.help === true) return 'help';
 
   const quick = values.quick === true;
