@@ -17,31 +17,29 @@ function walkable(value: unknown): value is object {
   return typeof value === 'object' && value !== null && !ArrayBuffer.isView(value);
 }
 
-/** Whether a log object holds a redacted key within `depth` levels. Allocates nothing. */
-function holdsCredentialSpec(value: object, depth: number): boolean {
+/**
+ * Value with every redacted key within `depth` levels censored. One walk: a level is copied only
+ * when something in it changes, so a line that holds no spec comes back as itself and allocates
+ * nothing, and what holds none is shared, not copied.
+ */
+function censored(value: object, depth: number): object {
+  let copy: Record<string, unknown> | undefined;
   for (const key in value) {
     if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
-    if (REDACTED_KEYS.has(key)) return true;
     const child = (value as Record<string, unknown>)[key];
-    if (depth > 1 && walkable(child) && holdsCredentialSpec(child, depth - 1)) return true;
+    const replacement = REDACTED_KEYS.has(key) ? CENSOR : depth > 1 && walkable(child) ? censored(child, depth - 1) : child;
+    if (replacement === child) continue;
+    copy ??= shallowCopy(value);
+    copy[key] = replacement;
   }
-  return false;
+  return copy ?? value;
 }
 
-/** A copy of value with every redacted key censored; what holds none is shared, not copied. */
-function censored(value: object, depth: number): object {
-  if (!holdsCredentialSpec(value, depth)) return value;
-  // Own properties with their prototype, so an Error stays an Error for pino's serializer.
-  const copy = Array.isArray(value)
-    ? [...(value as unknown[])]
+/** Own properties with their prototype, so an Error stays an Error for pino's serializer. */
+function shallowCopy(value: object): Record<string, unknown> {
+  return Array.isArray(value)
+    ? ([...(value as unknown[])] as unknown as Record<string, unknown>)
     : (Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>);
-  for (const key in copy) {
-    if (!Object.prototype.hasOwnProperty.call(copy, key)) continue;
-    const child = (copy as Record<string, unknown>)[key];
-    if (REDACTED_KEYS.has(key)) (copy as Record<string, unknown>)[key] = CENSOR;
-    else if (depth > 1 && walkable(child)) (copy as Record<string, unknown>)[key] = censored(child, depth - 1);
-  }
-  return copy;
 }
 
 /**
