@@ -257,16 +257,15 @@ function log(line: string): void {
 const ROUND_ORDER: readonly Target[] = ['runtime', 'floor', 'floor', 'runtime', 'runtime', 'floor', 'floor', 'runtime'];
 /**
  * At concurrency 1 the rounds are twice as many and half as long (7.5 s of the default 60 s):
- * a p99 there rests on the ~20 slowest calls of a kind, and a few seconds of a busy neighbour on
- * the machine could otherwise fall into one server's round only.
+ * a p99 there rests on the slowest 1 % of calls of a kind, and a few seconds of a busy neighbour
+ * on the machine could otherwise fall into one server's round only.
  */
 const ROUND_ORDER_C1: readonly Target[] = [...ROUND_ORDER, ...ROUND_ORDER];
 
 /**
  * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds
  * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of ROUND_ORDER
- * (ROUND_ORDER_C1 at concurrency 1); samples
- * and counts of the rounds are merged.
+ * (ROUND_ORDER_C1 at concurrency 1); samples and counts of the rounds are merged.
  */
 async function lifecyclePair(
   clients: Record<Target, CriClient>,
