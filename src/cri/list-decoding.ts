@@ -1,5 +1,6 @@
 import type { MethodDefinition } from '@grpc/proto-loader';
 import type { RuntimeServiceDefinition } from '../generated/runtime/v1/RuntimeService.js';
+import { deepFreeze } from '../deep-freeze.js';
 import { listField } from './list-encoding.js';
 
 /**
@@ -38,16 +39,6 @@ function readVarint(bytes: Uint8Array, pos: number): [number, number] | undefine
     if ((byte & 0x80) === 0) return [value, i + 1];
   }
   return undefined;
-}
-
-/**
- * Freezes a decoded message and everything in it: plain objects, arrays, primitives. Bytes
- * fields (Buffers) cannot be frozen and are left as they are; the CRI list elements have none.
- */
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return value;
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  return Object.freeze(value);
 }
 
 /** The elements of one response: for element i, its bytes are `bytes[bodyStart[i], end[i])`. */

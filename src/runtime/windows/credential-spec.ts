@@ -1,5 +1,7 @@
 import credentialSpecSchema from '../../../schemas/credential-spec.schema.json' with { type: 'json' };
+import { deepFreeze } from '../../deep-freeze.js';
 import { RuntimeError } from '../errors.js';
+import { BoundedCache } from '../store/bounded-cache.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 
 /** The credential spec document (REFERENCE §8, as New-CredentialSpec writes it). No secrets. */
@@ -42,6 +44,26 @@ function invalid(detail: string): RuntimeError {
  * `invalid credential spec: DomainJoinConfig.Sid "S-1-5-21-x" is not a domain SID (S-1-5-21-a-b-c)`.
  */
 export function parseCredentialSpec(text: string): CredentialSpecDocument {
+  return validatedTexts.get(text, parseAndValidate);
+}
+
+/**
+ * How many accepted credential spec texts are kept with their documents. A node runs the pods of
+ * a few gMSAs: each container's start reads back one of a handful of texts, and a pod's spec is
+ * the same at every restart. Parsing and validating one (~600 bytes) cost ~20 µs of each gMSA
+ * container's start; looking it up by its text costs a hash and a comparison. At most 32 texts of
+ * up to 64 KiB each.
+ */
+const VALIDATED_TEXTS = 32;
+
+/**
+ * Accepted texts and their documents, deep-frozen: one document is shared by every container
+ * started with that text (it goes into their OCI specs as `windows.credentialSpec`). Rejections
+ * are not kept; a rejected text is checked again, with the same message.
+ */
+const validatedTexts = new BoundedCache<string, CredentialSpecDocument>(VALIDATED_TEXTS);
+
+function parseAndValidate(text: string): CredentialSpecDocument {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_CREDENTIAL_SPEC_BYTES) {
     throw invalid(`size must be under 64 KiB (got ${bytes} bytes)`);
@@ -53,7 +75,7 @@ export function parseCredentialSpec(text: string): CredentialSpecDocument {
   } catch (err) {
     throw invalid(`not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return validateCredentialSpec(document);
+  return deepFreeze(validateCredentialSpec(document));
 }
 
 /** Validates an already parsed credential spec document against the schema. */

@@ -31,6 +31,24 @@ describe('credential spec validation', () => {
     expect(parseCredentialSpec(text).ActiveDirectoryConfig.HostAccountConfig?.PortableCcgVersion).to.equal('1');
   });
 
+  it('gives one frozen document per accepted text, shared by every container started with it', () => {
+    const doc = parseCredentialSpec(KEP_EXAMPLE_CREDENTIAL_SPEC);
+    expect(parseCredentialSpec(KEP_EXAMPLE_CREDENTIAL_SPEC.slice())).to.equal(doc);
+    expect(Object.isFrozen(doc.DomainJoinConfig) && Object.isFrozen(doc.ActiveDirectoryConfig.GroupManagedServiceAccounts[0])).to.equal(true);
+    expect(() => {
+      (doc.DomainJoinConfig as { Sid: string }).Sid = 'S-1-5-21-1-2-3';
+    }).to.throw(TypeError);
+    // Another text is another document, even when it parses to equal JSON.
+    const spaced = parseCredentialSpec(`${KEP_EXAMPLE_CREDENTIAL_SPEC} `);
+    expect(spaced).to.not.equal(doc);
+    expect(spaced).to.deep.equal(doc);
+  });
+
+  it('checks a rejected text again each time, with the same message', () => {
+    const text = kepExampleWith((d) => (d.DomainJoinConfig.Sid = 'S-1-5-21-x'));
+    expect(rejection(text).message).to.equal(rejection(text).message);
+  });
+
   const cases: Array<{ name: string; text: string; message: string }> = [
     { name: 'not JSON', text: '{"CmsPlugins": [', message: 'invalid credential spec: not valid JSON: ' },
     { name: 'empty', text: '  ', message: 'invalid credential spec: the document is empty' },
