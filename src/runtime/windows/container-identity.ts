@@ -1,3 +1,4 @@
+import { deepFreeze } from '../../deep-freeze.js';
 import { merged } from '../../merged.js';
 import { RuntimeError, type RuntimeErrorCode } from '../errors.js';
 import { credentialSpecAccount, type CredentialSpecDocument } from './credential-spec.js';
@@ -292,6 +293,24 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
   };
 }
 
+/**
+ * Checks that came out the same for every container, per node and credential spec document: the
+ * node and its AD do not change while a runtime runs, and a document is one shared, frozen object
+ * per accepted text (parseCredentialSpec). The container's id appears only in the CCG plugin's
+ * failures, which stop the start (`fatal`) and are not kept.
+ */
+const keptAccessChecks = new WeakMap<NodeDirectory, WeakMap<CredentialSpecDocument, AccessCheck>>();
+
+function accessCheckOf(node: NodeDirectory, spec: CredentialSpecDocument, containerId: string): AccessCheck {
+  let kept = keptAccessChecks.get(node);
+  if (kept === undefined) keptAccessChecks.set(node, (kept = new WeakMap()));
+  const known = kept.get(spec);
+  if (known !== undefined) return known;
+  const check = checkCredentialSpec(node, spec, containerId);
+  if (check.fatal === undefined) kept.set(spec, deepFreeze(check));
+  return check;
+}
+
 /** A HostProcess container shares the node's identity: its computer account in its joined domain. */
 function hostDomainAccess(node: NodeDirectory): DomainAccess {
   const joined = node.joinedDomain;
@@ -364,7 +383,7 @@ export function evaluateContainerIdentity(
     ? { access: hostDomainAccess(node) }
     : credentialSpec === undefined
       ? { access: { kind: 'none' } }
-      : checkCredentialSpec(node, credentialSpec, containerId);
+      : accessCheckOf(node, credentialSpec, containerId);
   const access = check.access;
 
   const resolved: ResolvedUser = user ?? { name: requested, domain: computerName, kind: 'local', logonId: '0x0' };

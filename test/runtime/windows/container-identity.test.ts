@@ -187,6 +187,27 @@ describe('container identity decision', () => {
     }
   });
 
+  describe('the same credential spec again', () => {
+    it("each node checks it against its own AD: a node whose DC is down after one whose DC answers", () => {
+      const document = parseCredentialSpec(KEP_EXAMPLE_CREDENTIAL_SPEC);
+      const up = defaultNodeDirectory();
+      const down = nodeWith((f) => (f.domains[0].domainControllers[0].reachable = false));
+      const check = (node: NodeDirectory) =>
+        evaluateContainerIdentity(node, document, undefined, 'ContainerUser', 'web-0', 'strict', { containerId: 'c1' }).startError?.reason;
+      expect([check(up), check(down), check(up)]).to.deep.equal([undefined, 'domain-controller-unreachable', undefined]);
+    });
+
+    it('a failing CCG plugin names each container that tries it', () => {
+      const node = workgroupNode(false);
+      const document = parseCredentialSpec(withCcg);
+      for (const containerId of ['first', 'second']) {
+        const { startError, identity } = evaluateContainerIdentity(node, document, undefined, 'ContainerUser', 'web-0', 'strict', { containerId });
+        expect(startError?.message).to.contain(`Failed to setup the external credentials for Container '${containerId}'`);
+        expect(identity.domainAccess.kind === 'failed' && identity.domainAccess.failure.message).to.equal(startError?.message);
+      }
+    });
+  });
+
   describe('run-as user', () => {
     for (const mode of ['strict', 'realistic'] as const) {
       it(`${mode}: an unknown user fails the start with "The user name or password is incorrect."`, () => {
