@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join, normalize, sep } from 'node:path';
 import { RuntimeError } from '../errors.js';
 import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
@@ -46,13 +46,34 @@ function credentialSpecFilePath(location: string, directory: string): string {
   return full;
 }
 
+/** Room for a credential spec as New-CredentialSpec writes it (~600 bytes) many times over. */
+const READ_BUFFER_BYTES = 16 * 1024;
+let readBuffer: Buffer | undefined;
+
+/**
+ * The file's text: open, one read, close. readFileSync reads until a read returns nothing, a
+ * fourth system call, and each one costs 5-10 µs on a loaded small machine. A file that fills
+ * the buffer is read again whole.
+ */
+function readSmallFile(path: string): string {
+  readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  const fd = openSync(path, 'r');
+  let length: number;
+  try {
+    length = readSync(fd, readBuffer, 0, READ_BUFFER_BYTES, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return length < READ_BUFFER_BYTES ? readBuffer.toString('utf8', 0, length) : readFileSync(path, UTF8);
+}
+
 async function readCredentialSpecFile(containerId: string, location: string, directory: string): Promise<string> {
   const full = credentialSpecFilePath(location, directory);
   try {
     // Synchronous on purpose: the file is the runtime's own, a few hundred bytes written
     // milliseconds ago (in the page cache); one read costs microseconds, where the promise
     // readFile takes four thread-pool round trips (open, fstat, read, close) per start.
-    return readFileSync(full, UTF8);
+    return readSmallFile(full);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // The Windows wording of the open error, as moby wraps it.

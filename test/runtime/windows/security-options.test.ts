@@ -78,6 +78,23 @@ describe("security options (moby's credentialspec= rules)", () => {
     );
   });
 
+  it('reads a file of any size whole, multi-byte characters included', async () => {
+    // Around the 16 KiB of the first read: under it, exactly it, over it, well over it.
+    for (const bytes of [16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 200 * 1024]) {
+      const euros = Math.floor((bytes - 9) / 3); // 3 bytes each, 9 for `{"n":""}` and the newline
+      const text = `{"n":"${' '.repeat(bytes - 9 - 3 * euros)}${'€'.repeat(euros)}"}\n`;
+      expect(Buffer.byteLength(text)).to.equal(bytes);
+      await writeFile(join(context.credentialSpecDirectory, 'big.json'), text);
+      expect(await credentialSpecFromSecurityOptions(['credentialspec=file://big.json'], context)).to.equal(text, `${bytes} bytes`);
+    }
+  });
+
+  it('reports a directory with the Windows reason', async () => {
+    const err = await rejection(['credentialspec=file://sub']);
+    const full = join(context.credentialSpecDirectory, 'sub');
+    expect(err.message).to.equal(`credential spec for container c1 could not be read from file ${JSON.stringify(full)}: open ${full}: Is a directory.`);
+  });
+
   it('keeps a relative state dir relative in messages', async () => {
     const given = relative(process.cwd(), context.credentialSpecDirectory);
     const err = await rejection(['credentialspec=file://../x.json'], { ...context, credentialSpecDirectory: given });
