@@ -2,6 +2,7 @@ import { closeSync, constants, ftruncateSync, linkSync, openSync, renameSync, un
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CallLoad } from './call-load.js';
+import { closeQuietly, tidyUpLater, tidyUpNow } from '../tidy-up.js';
 
 /** Directory under the runtime's state dir that holds one spare directory per kind of file. */
 export const SPARE_FILES_DIRECTORY = 'spare-files';
@@ -37,6 +38,10 @@ export class RecycledFiles {
   private readonly spares: string[] = [];
   private named = 0;
   private recycling = true;
+  /** Removed files still to be emptied (their tidy-up is queued): spares soon, within the capacity. */
+  private emptying = 0;
+  /** False once closed: a file emptied after that is unlinked, not kept. */
+  private open = true;
 
   private constructor(
     readonly directory: string,
@@ -98,12 +103,14 @@ export class RecycledFiles {
   }
 
   /**
-   * Removes the file at `path` and keeps its inode, emptied, as a spare; anything but a regular
+   * Removes the file at `path` and keeps its inode as a spare, emptied; anything but a regular
    * file (a directory fails as unlink fails on it) and any file beyond the capacity is unlinked.
-   * False when nothing was at `path`.
+   * False when nothing was at `path`. The name is gone when this resolves; the inode is emptied
+   * and becomes a spare just after, as tidy-up (tidyUpLater): two of the four system calls of a
+   * removal were on the clock of the call that removed the file (StartContainer).
    */
   async remove(path: string): Promise<boolean> {
-    if (!this.recycling || this.spares.length >= this.capacity) return this.unlink(path);
+    if (!this.recycling || this.spares.length + this.emptying >= this.capacity) return this.unlink(path);
     let fd: number;
     try {
       // Not through a symbolic link (ELOOP), never waiting on a FIFO; a directory fails (EISDIR).
@@ -112,32 +119,46 @@ export class RecycledFiles {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       return this.unlink(path); // Not a file we can empty: removed as unlink removes it (or fails as it does).
     }
+    const spare = join(this.directory, `spare-${++this.named}`);
     try {
-      try {
-        // Emptied under its name, then moved: only a regular file can be truncated, so nothing
-        // else, and nothing it held, becomes a spare.
-        ftruncateSync(fd, 0);
-      } catch {
-        return await this.unlink(path);
-      }
-      const spare = join(this.directory, `spare-${++this.named}`);
-      try {
-        renameSync(path, spare);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') return false;
-        if (code !== 'EXDEV') throw err;
-        return await this.unlink(path); // Another file system: nothing to reuse.
-      }
-      this.spares.push(spare);
-      return true;
-    } finally {
+      renameSync(path, spare);
+    } catch (err) {
       closeSync(fd);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return false;
+      if (code !== 'EXDEV') throw err;
+      return this.unlink(path); // Another file system: nothing to reuse.
+    }
+    this.emptying++;
+    tidyUpLater(() => this.keepEmptied(fd, spare));
+    return true;
+  }
+
+  /**
+   * A removed file's inode, moved to `spare`: emptied, it becomes a spare. Only a regular file can
+   * be truncated, so nothing else (a FIFO), and nothing it held, is kept; it is unlinked instead.
+   */
+  private keepEmptied(fd: number, spare: string): void {
+    this.emptying--;
+    try {
+      ftruncateSync(fd, 0);
+      if (this.open) this.spares.push(spare);
+      else unlinkSync(spare);
+    } catch {
+      try {
+        unlinkSync(spare);
+      } catch {
+        // Left in the spare directory, which the next open empties.
+      }
+    } finally {
+      closeQuietly(fd);
     }
   }
 
   /** Unlinks every spare (shutdown). */
   async close(): Promise<void> {
+    this.open = false;
+    tidyUpNow(); // Removed files still being emptied.
     const spares = this.spares.splice(0);
     await Promise.all(spares.map((s) => this.unlink(s)));
   }

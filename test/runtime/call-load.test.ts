@@ -7,6 +7,7 @@ import { CallLoad } from '../../src/runtime/call-load.js';
 import { systemClock } from '../../src/runtime/clock.js';
 import { CriLogWriter, LogFileHandles } from '../../src/runtime/logging/cri-log-writer.js';
 import { CredentialSpecHandoff } from '../../src/runtime/windows/credential-spec-handoff.js';
+import { afterTidyUp } from '../support/tidy-up.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox } from './helpers.js';
 
 /** A load with `calls` calls in flight. */
@@ -95,7 +96,7 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(lines).to.have.length(5);
   });
 
-  it('a lone StartContainer returns with what the container printed at once in its log file, holding no descriptor after', async () => {
+  it('a lone StartContainer returns with what the container printed at once in its log file, and its descriptor is closed right after', async () => {
     const fixture = await openRuntime();
     const openFiles = (): number => readdirSync(existsSync('/proc/self/fd') ? '/proc/self/fd' : '/dev/fd').length;
     try {
@@ -108,10 +109,14 @@ describe('CallLoad: file operations of a lone call run inline', () => {
       await runtime.startContainer({ container_id: started });
       // Read before the event loop turns: the banner was written inside the call.
       expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F  Service 'w3svc' has been stopped\n\S+ stdout F \n\S+ stdout F  Service 'w3svc' started\n$/);
+      // Closing the descriptor is tidy-up, after the reply.
+      expect(openFiles()).to.equal(before + 1);
+      await afterTidyUp();
       expect(openFiles()).to.equal(before);
       // A start that fails after the log file was created closes its descriptor too.
       expect((await rejection(runtime.startContainer({ container_id: failing }))).message).to.contain('no-such-command');
       expect(existsSync(join(dir, 'pod', 'broken', '0.log'))).to.equal(true);
+      await afterTidyUp();
       expect(openFiles()).to.equal(before);
       await runtime.stopContainer({ container_id: started, timeout: '0' });
     } finally {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CallLoad } from '../../src/runtime/call-load.js';
 import { RecycledFiles } from '../../src/runtime/recycled-files.js';
+import { afterTidyUp } from '../support/tidy-up.js';
 
 const errorCode = async (p: Promise<unknown>): Promise<string | undefined> =>
   p.then(
@@ -43,13 +44,16 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
     expect(await readFile(join(dir, 'a.json'), 'utf8')).to.equal('A');
   });
 
-  it('a removed file is gone by its name and its content, and the next create takes its inode, empty', async () => {
+  it('a removed file is gone by its name at once and emptied by tidy-up, and the next create takes its inode, empty', async () => {
     const files = await RecycledFiles.open(spareDir, 0o600);
     const first = join(dir, 'first.json');
     await write(files, first, 'the first spec, longer than the second');
     const inode = (await stat(first)).ino;
     expect(await files.remove(first)).to.equal(true);
     expect(await errorCode(stat(first))).to.equal('ENOENT');
+    // Not a spare before it is emptied: a create now makes a new file.
+    expect(files.spareCount).to.equal(0);
+    await afterTidyUp();
     const spares = await readdir(spareDir);
     expect(spares).to.have.length(1);
     expect((await stat(join(spareDir, spares[0]!))).size).to.equal(0);
@@ -96,6 +100,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
       expect(await files.remove(join(dir, 'fifo.json'))).to.equal(true);
       expect(await errorCode(lstat(join(dir, 'fifo.json')))).to.equal('ENOENT');
     }
+    await afterTidyUp();
     expect(files.spareCount).to.equal(0);
     expect(await readdir(spareDir)).to.deep.equal([]);
   });
@@ -103,7 +108,9 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   it('unlinks what is removed beyond its capacity', async () => {
     const files = await RecycledFiles.open(spareDir, 0o600, new CallLoad(), 2);
     for (const name of ['a', 'b', 'c']) await write(files, join(dir, name), name);
+    // Files still being emptied count: the third removal finds the two before it and unlinks.
     for (const name of ['a', 'b', 'c']) expect(await files.remove(join(dir, name))).to.equal(true);
+    await afterTidyUp();
     expect(files.spareCount).to.equal(2);
     expect(await readdir(spareDir)).to.have.length(2);
     expect((await readdir(dir)).sort()).to.deep.equal(['spares']);
@@ -115,8 +122,12 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
     const files = await RecycledFiles.open(spareDir, 0o600);
     expect(await readdir(spareDir)).to.deep.equal([]);
     await write(files, join(dir, 'a'), 'A');
+    await write(files, join(dir, 'b'), 'B');
     await files.remove(join(dir, 'a'));
-    expect(await readdir(spareDir)).to.have.length(1);
+    await afterTidyUp();
+    await files.remove(join(dir, 'b'));
+    // One spare, and one removed file not yet emptied: close leaves neither.
+    expect([files.spareCount, (await readdir(spareDir)).length]).to.deep.equal([1, 2]);
     await files.close();
     expect(await readdir(spareDir)).to.deep.equal([]);
     expect(files.spareCount).to.equal(0);

@@ -3,6 +3,7 @@ import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { CallLoad } from '../call-load.js';
 import { formatRfc3339Nano, type Clock } from '../clock.js';
+import { closeLater } from '../../tidy-up.js';
 
 export type LogStream = 'stdout' | 'stderr';
 
@@ -225,10 +226,11 @@ export class CriLogWriter {
 
   /**
    * After a lone call's open: writes what the process printed so far through the descriptor the
-   * create opened, then closes it; later output takes the usual path. A started container's first
-   * lines (a banner) so cost one write inside StartContainer, where they used to cost an open, a
-   * write and a close on the next turn of the event loop: between the response and its trailers,
-   * which the client waits for. Does nothing for a writer opened otherwise, or a second time.
+   * create opened, and leaves closing it to tidy-up (tidyUpLater); later output takes the usual
+   * path. A started container's first lines (a banner) so cost one write inside StartContainer,
+   * where they used to cost an open, a write and a close on the next turn of the event loop:
+   * between the response and its trailers, which the client waits for. Does nothing for a writer
+   * opened otherwise, or a second time.
    */
   settleStart(): void {
     const fd = this.startFd;
@@ -245,7 +247,7 @@ export class CriLogWriter {
     } catch (err) {
       this.writeFailed(err);
     } finally {
-      closeSync(fd);
+      closeLater(fd);
     }
   }
 

@@ -1,6 +1,7 @@
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { openSync, readFileSync, readSync } from 'node:fs';
 import { join, normalize, sep } from 'node:path';
 import { RuntimeError } from '../errors.js';
+import { closeLater } from '../../tidy-up.js';
 import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
 import type { SimulatedRegistry } from './simulated-registry.js';
 
@@ -51,9 +52,9 @@ const READ_BUFFER_BYTES = 16 * 1024;
 let readBuffer: Buffer | undefined;
 
 /**
- * The file's text: open, one read, close. readFileSync reads until a read returns nothing, a
- * fourth system call, and each one costs 5-10 µs on a loaded small machine. A file that fills
- * the buffer is read again whole.
+ * The file's text: open and one read, the close left to tidy-up (closeLater). readFileSync reads
+ * until a read returns nothing and closes at once, two more system calls, and each one costs
+ * 5-10 µs on a loaded small machine. A file that fills the buffer is read again whole.
  */
 function readSmallFile(path: string): string {
   readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES);
@@ -62,7 +63,7 @@ function readSmallFile(path: string): string {
   try {
     length = readSync(fd, readBuffer, 0, READ_BUFFER_BYTES, 0);
   } finally {
-    closeSync(fd);
+    closeLater(fd);
   }
   return length < READ_BUFFER_BYTES ? readBuffer.toString('utf8', 0, length) : readFileSync(path, UTF8);
 }

@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { RuntimeError } from '../../../src/runtime/errors.js';
 import { CredentialSpecHandoff } from '../../../src/runtime/windows/credential-spec-handoff.js';
 import { credentialSpecFromSecurityOptions, type SecurityOptionContext } from '../../../src/runtime/windows/security-options.js';
+import { afterTidyUp } from '../../support/tidy-up.js';
 
 describe("security options (moby's credentialspec= rules)", () => {
   let stateDir: string;
@@ -87,6 +89,15 @@ describe("security options (moby's credentialspec= rules)", () => {
       await writeFile(join(context.credentialSpecDirectory, 'big.json'), text);
       expect(await credentialSpecFromSecurityOptions(['credentialspec=file://big.json'], context)).to.equal(text, `${bytes} bytes`);
     }
+  });
+
+  it('closes the file it read once tidy-up runs, also after a failed read', async () => {
+    const openFiles = (): number => readdirSync('/proc/self/fd').length;
+    const before = openFiles();
+    await credentialSpecFromSecurityOptions(['credentialspec=file://WebApplication1.json'], context);
+    await rejection(['credentialspec=file://sub']);
+    await afterTidyUp();
+    expect(openFiles()).to.equal(before);
   });
 
   it('reports a directory with the Windows reason', async () => {
