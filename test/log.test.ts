@@ -86,6 +86,31 @@ describe('logging (src/log.ts)', () => {
       });
     }
 
+    it('hands a full batch on after the turn that filled it, not inside the logging call', async () => {
+      // sonic-boom writes through fs.write: count its calls, and note the turn each came in.
+      const result = await runProcess(
+        process.execPath,
+        ['--input-type=module', '-e', script(`
+          const fs = (await import('node:fs')).default;
+          const write = fs.write;
+          let turn = 0;
+          const writes = [];
+          fs.write = function (...args) { writes.push(turn); return write.apply(this, args); };
+          for (let i = 0; i < 40; i++) logger.info({ i, pad: 'x'.repeat(200) }, 'line');
+          const during = writes.length;
+          setImmediate(() => { turn = 1; setImmediate(() => { turn = 2; setImmediate(() => {
+            process.stdout.write(JSON.stringify({ during, writes }));
+          }); }); });`)],
+        { killAfterMs: 20_000 },
+      );
+      expect(result.code, result.stderr.slice(-500)).to.equal(0);
+      const { during, writes } = JSON.parse(result.stdout) as { during: number; writes: number[] };
+      // Over 8 KB of lines: the batch was full during the loop, and went out two turns later.
+      expect(during).to.equal(0);
+      expect(writes[0]).to.equal(1);
+      expect(lines(result.stderr).map((l) => l['i'])).to.deep.equal(Array.from({ length: 40 }, (_, i) => i));
+    });
+
     it('writes a lone line while the process keeps running (no exit needed)', async () => {
       const child = spawn(process.execPath, ['--input-type=module', '-e', script(`
         logger.info({ containerId: 'c1' }, 'container started');
