@@ -107,10 +107,9 @@ type BatchOutput = Pick<ReturnType<typeof pino.destination>, 'write' | 'flush' |
 /**
  * pino's destination for batched lines: collects them in an array and hands them on as one
  * string once BATCH_MIN_BYTES have gathered (as tidy-up, see flushAfterReplies) or BATCH_FLUSH_MS
- * after the first. sonic-boom's own
- * batching (`minLength`) appends each line to a string and measures the whole batch on every
- * line (`Buffer.byteLength` flattens the concatenation): ~8 KB of copying per line, the largest
- * part of the runtime's garbage after redaction.
+ * after the first. sonic-boom's own batching (`minLength`) appends each line to a string and
+ * measures the whole batch on every line (`Buffer.byteLength` flattens the concatenation): ~8 KB
+ * of copying per line, the largest part of the runtime's garbage after redaction.
  */
 class LineBatcher {
   private lines: string[] = [];

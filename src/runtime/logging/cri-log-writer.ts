@@ -1,9 +1,9 @@
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { closeLater } from '../../tidy-up.js';
 import type { CallLoad } from '../call-load.js';
 import { formatRfc3339Nano, type Clock } from '../clock.js';
-import { closeLater } from '../../tidy-up.js';
 
 export type LogStream = 'stdout' | 'stderr';
 

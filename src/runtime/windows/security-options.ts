@@ -1,7 +1,7 @@
 import { openSync, readFileSync, readSync } from 'node:fs';
 import { join, normalize, sep } from 'node:path';
-import { RuntimeError } from '../errors.js';
 import { closeLater } from '../../tidy-up.js';
+import { RuntimeError } from '../errors.js';
 import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
 import type { SimulatedRegistry } from './simulated-registry.js';
 
