@@ -1,8 +1,8 @@
 import { closeSync, constants, ftruncateSync, linkSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CallLoad } from './call-load.js';
 import { closeQuietly, tidyUpLater, tidyUpNow } from '../tidy-up.js';
+import { CallLoad } from './call-load.js';
 
 /** Directory under the runtime's state dir that holds one spare directory per kind of file. */
 export const SPARE_FILES_DIRECTORY = 'spare-files';
@@ -70,6 +70,8 @@ export class RecycledFiles {
   /**
    * A new, empty file at `path`, open for writing; resolves with its descriptor. Like
    * open(path, 'wx', mode): fails with EEXIST when something is at `path`, never replaces it.
+   * A spare taken for it keeps its name in the spare directory, a second link, until tidy-up
+   * (tidyUpLater) unlinks it after the reply.
    */
   async create(path: string): Promise<number> {
     for (let spare = this.spares.pop(); spare !== undefined; spare = this.spares.pop()) {
@@ -92,11 +94,8 @@ export class RecycledFiles {
         await this.close();
         break;
       }
-      try {
-        unlinkSync(spare); // The inode keeps its new name: nothing is freed.
-      } catch {
-        // The name stays behind, no longer a spare; the next open of the directory removes it.
-      }
+      // The spare's own name goes as tidy-up: the inode keeps its new name, nothing is freed.
+      tidyUpLater(() => unlinkQuietly(spare));
       return fd;
     }
     return this.load.open(path, 'wx', this.mode);
@@ -123,7 +122,7 @@ export class RecycledFiles {
     try {
       renameSync(path, spare);
     } catch (err) {
-      closeSync(fd);
+      closeQuietly(fd);
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return false;
       if (code !== 'EXDEV') throw err;
@@ -143,13 +142,9 @@ export class RecycledFiles {
     try {
       ftruncateSync(fd, 0);
       if (this.open) this.spares.push(spare);
-      else unlinkSync(spare);
+      else unlinkQuietly(spare);
     } catch {
-      try {
-        unlinkSync(spare);
-      } catch {
-        // Left in the spare directory, which the next open empties.
-      }
+      unlinkQuietly(spare);
     } finally {
       closeQuietly(fd);
     }
@@ -171,5 +166,14 @@ export class RecycledFiles {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
+  }
+}
+
+/** Unlinks a name nothing waits for; one left behind goes with the next open of the spare directory. */
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Left in the spare directory.
   }
 }

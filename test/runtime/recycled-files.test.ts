@@ -61,6 +61,9 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
 
     const second = join(dir, 'second.json');
     await write(files, second, 'second');
+    // The spare's own name, a second link, goes as tidy-up.
+    expect((await stat(second)).nlink).to.equal(2);
+    await afterTidyUp();
     const made = await stat(second);
     expect([made.ino, made.mode & 0o777, made.nlink]).to.deep.equal([inode, 0o600, 1]);
     expect(await readFile(second, 'utf8')).to.equal('second');

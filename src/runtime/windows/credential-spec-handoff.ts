@@ -1,8 +1,9 @@
-import { closeSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { chmod, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
+import { closeLater } from '../../tidy-up.js';
 import { CallLoad } from '../call-load.js';
 import { RuntimeError } from '../errors.js';
 import { randomHex } from '../ids.js';
@@ -165,8 +166,8 @@ export class CredentialSpecHandoff {
     // The file takes the emptied inode of an earlier, removed spec when there is one
     // (RecycledFiles); otherwise only the open may go to the thread pool (when other calls are in
     // flight; see CallLoad): creating an inode may wait on the disk. Writing a few hundred bytes
-    // into the page cache and closing are memory operations of microseconds, cheaper than the two
-    // more pool round trips they would otherwise take.
+    // into the page cache is a memory operation of microseconds, cheaper than the pool round trip
+    // it would otherwise take; the close is tidy-up after the reply (closeLater).
     const fd = await this.files.create(path);
     try {
       try {
@@ -174,7 +175,7 @@ export class CredentialSpecHandoff {
         // object for every string one it is given.
         writeFileSync(fd, credentialSpec);
       } finally {
-        closeSync(fd);
+        closeLater(fd);
       }
     } catch (err) {
       // A failed write leaves the file; never leave a partial spec behind.
