@@ -29,7 +29,7 @@ import {
   type OciSpec,
 } from './oci/spec.js';
 import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
-import type { CredentialSpecDocument } from './windows/credential-spec.js';
+import { parseCredentialSpec } from './windows/credential-spec.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -167,7 +167,7 @@ export const containerDerivation: ContainerDerivation = (() => {
     const resources = r.resources;
     withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
     withWindowsResources(resources?.windows ? { ...resources.windows } : undefined)(spec);
-    if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(JSON.parse(r.credentialSpec) as CredentialSpecDocument));
+    if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(parseCredentialSpec(r.credentialSpec)));
     return spec;
   };
   return {

@@ -66,7 +66,7 @@ const IDENTITY_CACHE_SIZE = 256;
 const identitySourceOf = memoByObject((windows: RuntimeContext['windows']) => {
   const cache = new BoundedCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
   const decide = (record: ContainerRecord): ContainerIdentity =>
-    decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : (JSON.parse(record.credentialSpec) as CredentialSpecDocument)).identity;
+    decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : parseCredentialSpec(record.credentialSpec)).identity;
   return {
     identityOf: (record: ContainerRecord) => cache.get(record, decide),
     forget: (record: ContainerRecord) => cache.delete(record),
