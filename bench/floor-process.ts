@@ -23,6 +23,7 @@ export interface FloorProcess {
 export async function startFloorProcess(socketPath: string, readyTimeoutMs = 10000): Promise<FloorProcess> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [socketPath], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [],
     serialization: 'advanced',
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
