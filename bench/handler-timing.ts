@@ -10,7 +10,9 @@
  *
  * The server runs in a child process (its own event loop, as in the bench): the project's
  * NodeRuntime and CriServer with an observer that keeps every handler's span, or the bench's
- * no-op floor server (no handler spans) driven by the same client.
+ * no-op floor server (no handler spans) driven by the same client. The client runs with the load
+ * generator's V8 flags (load-generator.ts; the script starts itself again with them), the child
+ * with Node's defaults.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +27,7 @@ import { NodeRuntime } from '../src/runtime/node-runtime.js';
 import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
+import { hasLoadGeneratorFlags, rerunAsLoadGenerator } from './load-generator.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
 import {
   absoluteNow,
@@ -163,10 +166,18 @@ async function main(): Promise<void> {
   if (!Number.isInteger(warmup) || warmup < 0 || warmup > 100_000) throw new Error(`--warmup must be an integer from 0 to 100000, not "${values.warmup}"`);
   if (!(tailMs >= 0 && tailMs <= 60_000)) throw new Error(`--tail-ms must be a number of milliseconds from 0 to 60000, not "${values['tail-ms']}"`);
   const gmsa = values.scenario === 'gmsa';
+  // As in the bench: the client's collector must not take a core from the server (load-generator.ts).
+  if (!hasLoadGeneratorFlags()) {
+    process.exitCode = await rerunAsLoadGenerator();
+    return;
+  }
 
   const dir = mkdtempSync(join(tmpdir(), 'cri-winsim-handler-timing-'));
   const socketPath = join(dir, 'cri.sock');
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const next = <K extends ToParent['kind']>(kind: K): Promise<Extract<ToParent, { kind: K }>> =>
     new Promise((resolve, reject) => {

@@ -11,7 +11,6 @@ import { DirectoryClusterSource } from '../src/kubelet/cluster.js';
 import { requestingUser } from '../src/kubelet/rbac.js';
 import { runPods, summarizePodRun } from '../src/kubelet/run-pods.js';
 import { writeKubeletFixtures } from './kubelet-fixtures.js';
-import type { RuntimeProcess } from './runtime-process.js';
 
 export interface KubeletRun {
   pods: number;
@@ -25,13 +24,13 @@ export interface KubeletRun {
 }
 
 /**
- * Runs `count` gMSA pods through the fake kubelet against `runtime` (a fresh runtime is best:
- * the pods stay running). Fixtures are written under `workDir`.
+ * Runs `count` gMSA pods through the fake kubelet against the runtime at `endpoint` (a fresh
+ * runtime is best: the pods stay running). Fixtures are written under `workDir`.
  */
-export async function kubeletThroughput(runtime: RuntimeProcess, workDir: string, count: number): Promise<KubeletRun> {
+export async function kubeletThroughput(endpoint: string, workDir: string, count: number): Promise<KubeletRun> {
   mkdirSync(workDir, { recursive: true });
   const { clusterDir, podFiles } = writeKubeletFixtures(workDir, count);
-  const cri = createCriClient(runtime.endpoint);
+  const cri = createCriClient(endpoint);
   try {
     const started = performance.now();
     const results = await runPods(cri, podFiles, {

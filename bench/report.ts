@@ -90,6 +90,11 @@ export interface BenchReport {
     loadAverageAtStart?: number[];
     loadAverageAtEnd?: number[];
   };
+  /**
+   * How the client ran: the V8 flags of the process that drives the lifecycle and list runs
+   * (load-generator.ts), and where the fake kubelet ran.
+   */
+  loadGenerator: { nodeArgs: string[]; kubelet: string };
   bounds: Record<string, number | number[] | string>;
   runtime: {
     /** Spawn to the ready line, first start. */

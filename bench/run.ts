@@ -31,7 +31,9 @@ import { LatencyRecorder, summarize } from './stats.js';
 import { meanHandlerMs, scrapeHandlerTotals, scrapeProcessFigures, type HandlerTotals } from './scrape.js';
 import { operationType } from '../src/cri/metrics.js';
 import { timeCrictl, writeCrictlConfig } from './crictl-timing.js';
-import { kubeletThroughput, type KubeletRun } from './kubelet-throughput.js';
+import type { KubeletRun } from './kubelet-throughput.js';
+import { kubeletThroughputInChild } from './kubelet-process.js';
+import { hasLoadGeneratorFlags, LOAD_GENERATOR_NODE_ARGS, rerunAsLoadGenerator } from './load-generator.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -429,6 +431,11 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
+  // The client's collector must not take a core from the server being timed (load-generator.ts).
+  if (!hasLoadGeneratorFlags()) {
+    process.exitCode = await rerunAsLoadGenerator();
+    return;
+  }
   const startedAt = new Date().toISOString();
   const work = mkdtempSync(join(tmpdir(), 'cri-winsim-bench-'));
   const logRoot = join(work, 'pod-logs');
@@ -477,6 +484,10 @@ async function main(): Promise<void> {
         platform: `${process.platform}-${process.arch}`,
         loadAverageAtStart: loadavg().map((l) => round(l)),
         loadAverageAtEnd: [],
+      },
+      loadGenerator: {
+        nodeArgs: [...LOAD_GENERATOR_NODE_ARGS],
+        kubelet: 'a process of its own with Node defaults, as `cri-winsim kubelet` runs',
       },
       bounds: {
         secondsPerLifecycleRun: settings.seconds,
@@ -734,7 +745,7 @@ async function main(): Promise<void> {
         runtime = await launch(`kubelet-${count}`);
         startupSamplesMs.push(round(runtime.startupMs));
         try {
-          const run = await kubeletThroughput(runtime, join(work, `kubelet-${count}`), count);
+          const run = await kubeletThroughputInChild(runtime.endpoint, join(work, `kubelet-${count}`), count);
           runs.push(run);
           log(
             `kubelet: ${run.running}/${run.pods} gMSA pods Running in ${(run.elapsedMs / 1000).toFixed(2)} s (${run.podsPerSecond} pods/s)` +

@@ -27,6 +27,7 @@ function sampleReport(): BenchReport {
     finishedAt: '2026-01-01T00:01:00.000Z',
     command: 'node dist/bench/run.js --quick',
     machine: { cpus: 2, cpuModel: 'test', totalMemoryMiB: 1024, node: 'v20', platform: 'linux-x64' },
+    loadGenerator: { nodeArgs: ['--single-threaded-gc'], kubelet: 'a process of its own' },
     bounds: { secondsPerLifecycleRun: 2 },
     runtime: { startupMs: 300, startupSamplesMs: [300], rssAtStartKiB: 50000, memory: [] },
     lifecycle: [compareLifecycle('gmsa-lifecycle', 64, run(600, [2, 4]), run(1000, [1, 2]))],
