@@ -14,7 +14,7 @@ import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
 import { measureFileCreates, waitForQuietDisk, type DiskSettling } from './disk.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
-import { runConcurrently } from './runner.js';
+import { abbaOrder, runConcurrently } from './runner.js';
 import { readThreadCpu, startRuntime, type RuntimeProcess } from './runtime-process.js';
 import {
   compareLatency,
@@ -60,8 +60,8 @@ const WARMUP_LONE_FRACTION = 0.2;
 
 /**
  * --idle-gc-seconds of the runtime the lifecycle runs use: longer than any pause they leave it
- * (the floor's rounds between its own: half a run, at most 30 s), so that the idle collection, meant for
- * a node that has gone quiet, does not run between its timed rounds. After one the runtime is
+ * (two of the floor's rounds, at most 30 s), so that the idle collection, meant for a node that
+ * has gone quiet, does not run between its timed rounds. After one the runtime is
  * slower for a few hundred pods: V8 drops the optimised code of about 150 functions whose weakly
  * held objects the collection freed, and the young generation starts small again (README,
  * Performance). The list and kubelet runs keep the default.
@@ -255,19 +255,28 @@ function log(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-/** Runtime and floor alternate in this order (ABBA), so drift on a shared machine hits both alike. */
-const ROUND_ORDER: readonly Target[] = ['runtime', 'floor', 'floor', 'runtime', 'runtime', 'floor', 'floor', 'runtime'];
+/** Rounds each server gets in one lifecycle run at concurrency 16 and 64 (ABBA twice). */
+const ROUNDS_EACH = 4;
 /**
- * At concurrency 1 the rounds are twice as many and half as long (7.5 s of the default 60 s):
- * a p99 there rests on the slowest 1 % of calls of a kind, and a few seconds of a busy neighbour
- * on the machine could otherwise fall into one server's round only.
+ * About how long one round lasts at concurrency 1. A p99 there rests on the slowest 1 % of calls
+ * of a kind, and this machine has slow phases of a few seconds (a busy loop of 200 µs chunks
+ * sees one in four hundred take twice as long, the longest 7 ms, on an idle machine): with rounds
+ * of 7.5 s one such phase could fall into one server's rounds only, and the worst ratio of a run
+ * moved with it (1.59 to 2.03 × in runs of one build). With rounds of 2 s (30 each at the default
+ * 60 s) both servers take turns through every phase.
  */
-const ROUND_ORDER_C1: readonly Target[] = [...ROUND_ORDER, ...ROUND_ORDER];
+const ROUND_SECONDS_AT_CONCURRENCY_1 = 2;
+
+function lifecycleOrder(concurrency: number, settings: Settings): Target[] {
+  const roundsEach =
+    concurrency === 1 ? Math.max(ROUNDS_EACH, 2 * Math.round(settings.secondsAtConcurrency1 / ROUND_SECONDS_AT_CONCURRENCY_1 / 2)) : ROUNDS_EACH;
+  return abbaOrder<Target>('runtime', 'floor', roundsEach);
+}
 
 /**
  * One lifecycle scenario at one concurrency against both targets: each gets settings.seconds
- * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of ROUND_ORDER
- * (ROUND_ORDER_C1 at concurrency 1); samples and counts of the rounds are merged.
+ * (secondsAtConcurrency1 at concurrency 1) in total, split over its rounds of lifecycleOrder;
+ * samples and counts of the rounds are merged.
  */
 async function lifecyclePair(
   clients: Record<Target, CriClient>,
@@ -278,7 +287,7 @@ async function lifecyclePair(
   logRoot: string,
   settings: Settings,
 ): Promise<Record<Target, LifecycleRun>> {
-  const order = concurrency === 1 ? ROUND_ORDER_C1 : ROUND_ORDER;
+  const order = lifecycleOrder(concurrency, settings);
   const rounds = order.filter((t) => t === 'runtime').length;
   type Acc = { recorder: LatencyRecorder; completed: number; failed: number; elapsedMs: number; mainMs: number; otherMs: number; stoppedBy: Set<string>; errors: Set<string> };
   const fresh = (): Acc => ({ recorder: new LatencyRecorder(), completed: 0, failed: 0, elapsedMs: 0, mainMs: 0, otherMs: 0, stoppedBy: new Set(), errors: new Set() });

@@ -68,3 +68,17 @@ export async function runConcurrently(bounds: RunBounds, task: Task): Promise<Ru
   if (failed >= maxFailures) stoppedBy = 'failures';
   return { completed, failed, elapsedMs: performance.now() - start, stoppedBy, errors };
 }
+
+/**
+ * The order in which two targets take turns: A B B A, repeated, `roundsEach` rounds each (even),
+ * so that drift on a shared machine — a slow phase of a few seconds, a neighbour's burst — falls
+ * on both alike, and neither always goes first.
+ */
+export function abbaOrder<T>(a: T, b: T, roundsEach: number): T[] {
+  if (!Number.isInteger(roundsEach) || roundsEach < 2 || roundsEach % 2 !== 0) {
+    throw new RangeError(`roundsEach must be an even integer >= 2, got ${roundsEach}`);
+  }
+  const order: T[] = [];
+  for (let i = 0; i < roundsEach / 2; i++) order.push(a, b, b, a);
+  return order;
+}

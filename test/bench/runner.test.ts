@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { runConcurrently } from '../../bench/runner.js';
+import { abbaOrder, runConcurrently } from '../../bench/runner.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -55,5 +55,19 @@ describe('bench concurrency runner', () => {
       }
       expect(caught, JSON.stringify(bounds)).to.be.instanceOf(RangeError);
     }
+  });
+});
+
+describe('bench round order', () => {
+  it('alternates A B B A, so each target goes first as often and gets the rounds asked for', () => {
+    expect(abbaOrder('a', 'b', 2)).to.deep.equal(['a', 'b', 'b', 'a']);
+    const order = abbaOrder('runtime', 'floor', 30);
+    expect(order).to.have.length(60);
+    expect(order.filter((t) => t === 'runtime')).to.have.length(30);
+    for (let i = 0; i < order.length; i += 4) expect(order.slice(i, i + 4)).to.deep.equal(['runtime', 'floor', 'floor', 'runtime']);
+  });
+
+  it('refuses an odd or too small number of rounds', () => {
+    for (const n of [0, 1, 3, 2.5, -2]) expect(() => abbaOrder('a', 'b', n), String(n)).to.throw(RangeError, /even integer >= 2/);
   });
 });
