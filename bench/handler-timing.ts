@@ -27,7 +27,7 @@ import { NodeRuntime } from '../src/runtime/node-runtime.js';
 import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
-import { hasLoadGeneratorFlags, rerunAsLoadGenerator } from './load-generator.js';
+import { asLoadGenerator } from './load-generator.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
 import {
   absoluteNow,
@@ -167,10 +167,7 @@ async function main(): Promise<void> {
   if (!(tailMs >= 0 && tailMs <= 60_000)) throw new Error(`--tail-ms must be a number of milliseconds from 0 to 60000, not "${values['tail-ms']}"`);
   const gmsa = values.scenario === 'gmsa';
   // As in the bench: the client's collector must not take a core from the server (load-generator.ts).
-  if (!hasLoadGeneratorFlags()) {
-    process.exitCode = await rerunAsLoadGenerator();
-    return;
-  }
+  if (!(await asLoadGenerator())) return;
 
   const dir = mkdtempSync(join(tmpdir(), 'cri-winsim-handler-timing-'));
   const socketPath = join(dir, 'cri.sock');

@@ -23,12 +23,23 @@ export function hasLoadGeneratorFlags(execArgv: readonly string[] = process.exec
 }
 
 /**
+ * Whether this process is the load generator, to go on with its run. When it lacks the flags it
+ * runs this script again with them (rerunAsLoadGenerator), leaves that run's exit code in
+ * process.exitCode and resolves false: the caller then returns.
+ */
+export async function asLoadGenerator(): Promise<boolean> {
+  if (hasLoadGeneratorFlags()) return true;
+  process.exitCode = await rerunAsLoadGenerator();
+  return false;
+}
+
+/**
  * Runs this script again in a child with the load generator's flags: the same node, arguments
  * and standard streams. Resolves to the exit code to leave with (128 + the signal's number when
  * the child was killed). A terminal's Ctrl-C reaches the child itself (same process group); this
  * process waits for it instead of dying first. SIGTERM and SIGHUP are passed on.
  */
-export function rerunAsLoadGenerator(): Promise<number> {
+function rerunAsLoadGenerator(): Promise<number> {
   const child = spawn(process.execPath, [...LOAD_GENERATOR_NODE_ARGS, ...process.execArgv, ...process.argv.slice(1)], {
     stdio: 'inherit',
   });

@@ -33,7 +33,7 @@ import { operationType } from '../src/cri/metrics.js';
 import { timeCrictl, writeCrictlConfig } from './crictl-timing.js';
 import type { KubeletRun } from './kubelet-throughput.js';
 import { kubeletThroughputInChild } from './kubelet-process.js';
-import { hasLoadGeneratorFlags, LOAD_GENERATOR_NODE_ARGS, rerunAsLoadGenerator } from './load-generator.js';
+import { asLoadGenerator, LOAD_GENERATOR_NODE_ARGS } from './load-generator.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -441,10 +441,7 @@ async function main(): Promise<void> {
     return;
   }
   // The client's collector must not take a core from the server being timed (load-generator.ts).
-  if (!hasLoadGeneratorFlags()) {
-    process.exitCode = await rerunAsLoadGenerator();
-    return;
-  }
+  if (!(await asLoadGenerator())) return;
   const startedAt = new Date().toISOString();
   const work = mkdtempSync(join(tmpdir(), 'cri-winsim-bench-'));
   const logRoot = join(work, 'pod-logs');

@@ -16,11 +16,8 @@ const loadGeneratorModule = pathToFileURL(join(repoRoot, 'dist', 'bench', 'load-
  * (its execArgv, its arguments, its parent) and, with "wait", waits to be signalled.
  */
 const FIXTURE = `
-import v8 from 'node:v8';
-import { hasLoadGeneratorFlags, rerunAsLoadGenerator } from ${JSON.stringify(loadGeneratorModule)};
-if (!hasLoadGeneratorFlags()) {
-  process.exitCode = await rerunAsLoadGenerator();
-} else {
+import { asLoadGenerator } from ${JSON.stringify(loadGeneratorModule)};
+if (await asLoadGenerator()) {
   const args = process.argv.slice(2);
   process.stdout.write(JSON.stringify({ execArgv: process.execArgv, args, parent: process.ppid }) + '\\n');
   if (args[0] === 'wait') setInterval(() => {}, 1000);
