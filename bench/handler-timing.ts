@@ -27,6 +27,7 @@ import { NodeRuntime } from '../src/runtime/node-runtime.js';
 import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
+import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator } from './load-generator.js';
 import { summarize, LatencyRecorder, type LatencySummary } from './stats.js';
 import {
@@ -146,6 +147,7 @@ class SpanRecorder extends LatencyRecorder {
 }
 
 async function main(): Promise<void> {
+  dropOutputWhenReaderLeaves();
   const { values } = parseArgs({
     options: {
       target: { type: 'string', default: 'runtime' },

@@ -33,6 +33,7 @@ import { operationType } from '../src/cri/metrics.js';
 import { timeCrictl, writeCrictlConfig } from './crictl-timing.js';
 import type { KubeletRun } from './kubelet-throughput.js';
 import { kubeletThroughputInChild } from './kubelet-process.js';
+import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator, LOAD_GENERATOR_NODE_ARGS } from './load-generator.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 
@@ -435,6 +436,7 @@ function checkTargets(report: BenchReport): TargetCheck[] {
 }
 
 async function main(): Promise<void> {
+  dropOutputWhenReaderLeaves();
   const settings = parseSettings(process.argv.slice(2));
   if (settings === 'help') {
     process.stdout.write(USAGE);

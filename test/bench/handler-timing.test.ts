@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GcSummary, TailAttribution } from '../../bench/tail-attribution.js';
@@ -79,6 +81,33 @@ describe('bench handler timing', function () {
       expect(report.handler).to.deep.equal({});
       expectEveryCallAttributed(report, 3);
       expect(report.tail.byCause.handler).to.equal(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('runs to its end and removes its temporary directory when the reader of its output has gone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-ht-test-'));
+    try {
+      const runTmp = join(dir, 'tmp');
+      await mkdir(runTmp);
+      const out = join(dir, 'timing.json');
+      // The reader closes its end before the first line (as `| head -0` would): every write fails
+      // with EPIPE. Before, the first one ended the run before its clean-up.
+      const child = spawn(process.execPath, [script, '--scenario', 'plain', '--pods', '2', '--warmup', '0', '--out', out], {
+        env: { ...process.env, TMPDIR: runTmp },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      const killer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+      const [code] = (await once(child, 'exit')) as [number | null];
+      clearTimeout(killer);
+      expect(code, stderr).to.equal(0);
+      expect(stderr).to.equal('');
+      expect((JSON.parse(await readFile(out, 'utf8')) as TimingReport).client.StartContainer?.count).to.equal(2);
+      expect(await readdir(runTmp)).to.deep.equal([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
