@@ -5,7 +5,7 @@
 // compose file and what the suite proves cannot drift apart. At the end the runtime is stopped
 // and nothing may be left: no process, no socket, no temp dir.
 import { expect } from 'chai';
-import { runProcess, type ProcessResult } from '../support/process.js';
+import { processRunning, runProcess, type ProcessResult } from '../support/process.js';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -128,15 +128,6 @@ function expectOnlyLocalPaths(argv: readonly string[], dir: string): void {
   }
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('compose services as local processes', function () {
   this.timeout(CRITEST_TIMEOUT_MS + 60_000);
   const file = loadComposeFile();
@@ -241,7 +232,7 @@ describe('compose services as local processes', function () {
     expect(exit.killed, `the runtime needed SIGKILL; output:\n${handle.output()}`).to.equal(false);
     expect(exit.code, `runtime exit; output:\n${handle.output()}`).to.equal(0);
     expect(exit.socketLeft, 'socket file left after exit').to.equal(false);
-    expect(processAlive(pid), `runtime pid ${pid} still alive`).to.equal(false);
+    expect(processRunning(pid), `runtime pid ${pid} still alive`).to.equal(false);
     expect(existsSync(handle.dir), handle.dir).to.equal(false);
   });
 });

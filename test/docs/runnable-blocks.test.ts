@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crictlConfigFile } from '../support/crictl.js';
 import { repoRoot, requireCriTool } from '../support/paths.js';
+import { processRunning } from '../support/process.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import {
   BlockSession,
@@ -21,21 +22,6 @@ import {
 const BLOCK_TIMEOUT_MS = 30_000;
 /** Keeps the documentation's runnable part small enough to run on every test run. */
 const MAX_RUNNABLE_BLOCKS = 40;
-
-/** Whether pid is a live process (a zombie waiting for its parent to reap it is not). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) state ..."; Z = exited, not yet reaped.
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
 
 describe('runnable blocks: the convention', function () {
   it('finds only "sh runnable" blocks, with the needs of the marker before them', function () {
@@ -94,8 +80,8 @@ describe('runnable blocks: the convention', function () {
       expect(res.timedOut).to.equal(true);
       const bgPid = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
       // A signal is delivered asynchronously: give the kernel a moment (bounded).
-      for (let i = 0; i < 40 && running(bgPid); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(running(bgPid), `the background sleep (pid ${bgPid}) was killed`).to.equal(false);
+      for (let i = 0; i < 40 && processRunning(bgPid); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(processRunning(bgPid), `the background sleep (pid ${bgPid}) was killed`).to.equal(false);
     } finally {
       await session.stop();
       await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // Runs a program to completion, bounded in time, collecting its output: the one way the suites
 // run crictl, the CLI and the compose services as child processes.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 export interface ProcessOptions {
   cwd?: string;
@@ -41,4 +42,22 @@ export function runProcess(program: string, args: readonly string[], opts: Proce
     child.once('error', (err) => { clearTimeout(timer); reject(err); });
     child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
   });
+}
+
+/**
+ * Whether pid is a live process, ours or not (a zombie waiting for its parent to reap it is not):
+ * for processes a test cannot wait on, such as one its child started.
+ */
+export function processRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; Z = exited, not yet reaped.
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
