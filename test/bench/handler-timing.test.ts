@@ -1,6 +1,4 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,18 +92,13 @@ describe('bench handler timing', function () {
       const out = join(dir, 'timing.json');
       // The reader closes its end before the first line (as `| head -0` would): every write fails
       // with EPIPE. Before, the first one ended the run before its clean-up.
-      const child = spawn(process.execPath, [script, '--scenario', 'plain', '--pods', '2', '--warmup', '0', '--out', out], {
+      const result = await runProcess(process.execPath, [script, '--scenario', 'plain', '--pods', '2', '--warmup', '0', '--out', out], {
         env: { ...process.env, TMPDIR: runTmp },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        killAfterMs: 45_000,
+        stdoutClosed: true,
       });
-      child.stdout.destroy();
-      let stderr = '';
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const killer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-      const [code] = (await once(child, 'exit')) as [number | null];
-      clearTimeout(killer);
-      expect(code, stderr).to.equal(0);
-      expect(stderr).to.equal('');
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stderr).to.equal('');
       expect((JSON.parse(await readFile(out, 'utf8')) as TimingReport).client.StartContainer?.count).to.equal(2);
       expect(await readdir(runTmp)).to.deep.equal([]);
     } finally {

@@ -12,6 +12,11 @@ export interface ProcessOptions {
   /** The command line shown in results and messages (default: program and args). */
   command?: string;
   onStdout?: (chunk: string) => void;
+  /**
+   * Nobody reads the program's standard output: its end is closed at once (as `| head -0` would),
+   * so the program's writes there fail with EPIPE. The result's stdout is then empty.
+   */
+  stdoutClosed?: boolean;
 }
 
 export interface ProcessResult {
@@ -36,7 +41,8 @@ export function runProcess(program: string, args: readonly string[], opts: Proce
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
+    if (opts.stdoutClosed === true) child.stdout.destroy();
+    else child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, opts.killAfterMs);
     child.once('error', (err) => { clearTimeout(timer); reject(err); });
