@@ -5,7 +5,7 @@
 #   build      npm ci + npm run build (proto types, then tsc into dist/)
 #   crictl     a small image with crictl only, for poking at the runtime's socket
 #   app        (default target) the built project, crictl and critest in .tools/bin;
-#              ENTRYPOINT `node dist/src/cli.js` (the `cri-winsim` command)
+#              ENTRYPOINT `node --single-threaded-gc --max-semi-space-size=4 dist/src/cli.js` (the `cri-winsim` command, src/node-flags.ts)
 #
 # Versions: Node 20 (package.json engines), Go 1.24 (tools/cri-tools/go.mod says go 1.24.1).
 
@@ -55,5 +55,5 @@ COPY --from=build /app /app
 COPY --from=cri-tools /app/.tools/bin/ /app/.tools/bin/
 ENV PATH=/app/.tools/bin:$PATH
 RUN mkdir -p /run/cri-winsim /var/lib/cri-winsim /var/log/pods
-ENTRYPOINT ["node", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--single-threaded-gc", "--max-semi-space-size=4", "dist/src/cli.js"]
 CMD ["runtime", "--listen", "unix:///run/cri-winsim/cri.sock", "--state-dir", "/var/lib/cri-winsim"]

@@ -7,6 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../src/node-flags.js';
 import { unixEndpoint } from '../src/cri/endpoint.js';
 import { startFloorServer } from './floor-server.js';
 
@@ -23,7 +24,8 @@ export interface FloorProcess {
 export async function startFloorProcess(socketPath: string, readyTimeoutMs = 10000): Promise<FloorProcess> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [socketPath], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    execArgv: [],
+    // The runtime's flags (src/node-flags.ts), so the two servers differ in their handlers only.
+    execArgv: [...NODE_FLAGS],
     serialization: 'advanced',
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -24,6 +24,7 @@ import { createCriClient } from '../src/cri/proto.js';
 import { tuneJitForRequestHandlers } from '../src/cri/jit.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
+import { NODE_FLAGS } from '../src/node-flags.js';
 import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
@@ -175,7 +176,8 @@ async function main(): Promise<void> {
   const socketPath = join(dir, 'cri.sock');
   const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    execArgv: [],
+    // The server, runtime or floor, starts as the `cri-winsim` command does (src/node-flags.ts).
+    execArgv: [...NODE_FLAGS],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const next = <K extends ToParent['kind']>(kind: K): Promise<Extract<ToParent, { kind: K }>> =>

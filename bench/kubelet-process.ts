@@ -1,13 +1,14 @@
 /**
- * The fake kubelet's throughput run in a process of its own, started with Node's defaults as
- * users start `cri-winsim kubelet`: the bench's own process runs with the load generator's V8
- * flags (load-generator.ts), which would change the kubelet's collector and its figure.
+ * The fake kubelet's throughput run in a process of its own, started with the Node flags the
+ * `cri-winsim` command starts with (src/node-flags.ts), as users start `cri-winsim kubelet`: the
+ * bench's own process runs with the load generator's V8 flags (load-generator.ts).
  *
  * Child side: `node dist/bench/kubelet-process.js <endpoint> <work dir> <pods>` (forked by
  * kubeletThroughputInChild; it sends one result or error over IPC and exits).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../src/node-flags.js';
 import { kubeletThroughput, type KubeletRun } from './kubelet-throughput.js';
 
 type ToParent = { kind: 'result'; run: KubeletRun } | { kind: 'error'; message: string };
@@ -18,7 +19,7 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 export async function kubeletThroughputInChild(endpoint: string, workDir: string, count: number, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<KubeletRun> {
   const child = fork(fileURLToPath(import.meta.url), [endpoint, workDir, String(count)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    execArgv: [],
+    execArgv: [...NODE_FLAGS],
   });
   // 'close' comes after the IPC channel has closed, so after any message the child sent.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { unixEndpoint } from '../src/cri/endpoint.js';
+import { NODE_FLAGS } from '../src/node-flags.js';
 
 /** The line the runtime logs once its socket accepts calls. */
 export const READY_TEXT = 'cri-winsim runtime listening';
@@ -106,6 +107,8 @@ export async function readThreadCpu(pid: number): Promise<ThreadCpu> {
 
 export async function startRuntime(options: RuntimeProcessOptions): Promise<RuntimeProcess> {
   const args = [
+    // As the `cri-winsim` command starts (its #! line), then the caller's own (profiling).
+    ...NODE_FLAGS,
     ...(options.nodeArgs ?? []),
     options.cliPath,
     'runtime',

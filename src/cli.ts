@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --single-threaded-gc --max-semi-space-size=4
 import { Command } from 'commander';
 import { runtimeCommand } from './commands/runtime.js';
 import { kubeletCommand } from './commands/kubelet.js';

@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { startFloorServer, type FloorServer } from '../../bench/floor-server.js';
-import { parseStatTicks, parseVmRssKiB, readRssKiB, readThreadCpu } from '../../bench/runtime-process.js';
+import { parseStatTicks, parseVmRssKiB, readRssKiB, readThreadCpu, startRuntime } from '../../bench/runtime-process.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
+import { cliPath, repoRoot } from '../support/paths.js';
+import { programFlagsOf } from '../support/process.js';
 
 describe('bench floor server', () => {
   let dir: string;
@@ -114,6 +117,8 @@ describe('bench floor server in its own process', () => {
     const cri = createCriClient(floor.endpoint);
     try {
       expect(floor.pid).to.not.equal(process.pid);
+      const flags = programFlagsOf(floor.pid, join(repoRoot, 'dist', 'bench', 'floor-process.js'));
+      if (flags !== undefined) expect(flags, 'the floor starts with the runtime\'s node flags').to.deep.equal([...NODE_FLAGS]);
       await floor.setResponse('ListPodSandbox', { items: [{ id: 'a'.repeat(64), metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 }, state: 0, created_at: '1' }] });
       const r = await unaryCall(cri.runtime, 'ListPodSandbox', { filter: {} });
       expect(r.items.map((i) => i.id)).to.deep.equal(['a'.repeat(64)]);
@@ -130,5 +135,25 @@ describe('bench floor server in its own process', () => {
     expect(alive).to.equal(false);
     expect(existsSync(join(dir, 'floor.sock'))).to.equal(false);
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('bench runtime process', () => {
+  it('starts the runtime as the cri-winsim command does, with its node flags, and stops it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-runtime-proc-test-'));
+    const runtime = await startRuntime({ cliPath, socketPath: join(dir, 'cri.sock'), stateDir: join(dir, 'state') });
+    try {
+      const flags = programFlagsOf(runtime.pid, cliPath);
+      if (flags !== undefined) expect(flags).to.deep.equal([...NODE_FLAGS]);
+      const cri = createCriClient(runtime.endpoint);
+      try {
+        expect((await unaryCall(cri.runtime, 'Version', {})).runtime_name).to.equal('cri-winsim');
+      } finally {
+        cri.close();
+      }
+    } finally {
+      expect((await runtime.stop()).code).to.equal(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

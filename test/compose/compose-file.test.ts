@@ -4,6 +4,7 @@
 // also run on a broken copy, so a check that cannot fail would show.
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import {
   composeFilePath,
   composeProblems,
@@ -98,9 +99,9 @@ describe('docker-compose.yml', function () {
 });
 
 describe('Dockerfile', function () {
-  it('ends the app stage with ENTRYPOINT node dist/src/cli.js in /app', function () {
+  it('ends the app stage with ENTRYPOINT node <the command\'s flags> dist/src/cli.js in /app', function () {
     const app = dockerfileStage('app');
-    expect(app.entrypoint).to.deep.equal(['node', 'dist/src/cli.js']);
+    expect(app.entrypoint).to.deep.equal(['node', ...NODE_FLAGS, 'dist/src/cli.js']);
     expect(app.workdir).to.equal('/app');
   });
 
@@ -121,7 +122,7 @@ describe('Dockerfile', function () {
 
   it('gives every service an argv: image entrypoint + compose command', function () {
     const file = loadComposeFile();
-    expect(serviceArgv(file, 'runtime').argv.slice(0, 4)).to.deep.equal(['node', 'dist/src/cli.js', 'runtime', '--listen']);
+    expect(serviceArgv(file, 'runtime').argv.slice(0, NODE_FLAGS.length + 4)).to.deep.equal(['node', ...NODE_FLAGS, 'dist/src/cli.js', 'runtime', '--listen']);
     expect(serviceArgv(file, 'crictl').argv[0]).to.equal('crictl');
     expect(serviceArgv(file, 'tests').argv.slice(0, 2)).to.deep.equal(['node', 'dist/test/compose/critest-service.js']);
   });

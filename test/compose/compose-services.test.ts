@@ -164,10 +164,11 @@ describe('compose services as local processes', function () {
     expect(basename(socketPath)).to.equal('cri.sock');
 
     // The runtime's own endpoint and state dir are the only things replaced; startRuntime
-    // supplies temporary ones. The entrypoint (node dist/src/cli.js) runs from the repository.
+    // supplies temporary ones. The entrypoint (node, its flags, dist/src/cli.js) runs from the
+    // repository.
     const runtimeIndex = argv.indexOf('runtime');
     expect(runtimeIndex, 'the runtime subcommand in the argv').to.be.greaterThan(0);
-    const entrypoint = argv.slice(0, runtimeIndex).map((a, i) => (i === 0 && a === 'node' ? process.execPath : i > 0 && !isAbsolute(a) ? join(repoRoot, a) : a));
+    const entrypoint = argv.slice(0, runtimeIndex).map((a, i) => (i === 0 && a === 'node' ? process.execPath : i > 0 && !a.startsWith('-') && !isAbsolute(a) ? join(repoRoot, a) : a));
     const args = withoutFlags(argv.slice(runtimeIndex + 1), '--listen', '--state-dir').map((a) =>
       !a.startsWith('-') && !isAbsolute(a) && existsSync(join(repoRoot, a)) ? join(repoRoot, a) : a,
     );

@@ -18,6 +18,7 @@ import { chmodSync, cpSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writ
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { cliPath, repoRoot, toolsBinDir } from '../support/paths.js';
 
 export type Need = 'needs-runtime' | 'needs-crictl';
@@ -115,10 +116,11 @@ export async function makeWorkingCopy(): Promise<string> {
       // Sockets, FIFOs and devices (a runtime someone left running in the tree) are left out.
       cpSync(join(repoRoot, entry), join(dir, entry), { recursive: true, filter: (src) => isPlain(src) });
     }
-    // `cri-winsim` as an installed package would provide it (package.json "bin").
+    // `cri-winsim` as an installed package would provide it (package.json "bin"): this node, with
+    // the flags of the command's #! line.
     const bin = join(dir, '.docs-bin');
     mkdirSync(bin);
-    writeFileSync(join(bin, 'cri-winsim'), `#!/bin/sh\nexec "${process.execPath}" "${cliPath}" "$@"\n`);
+    writeFileSync(join(bin, 'cri-winsim'), `#!/bin/sh\nexec "${process.execPath}" ${NODE_FLAGS.join(' ')} "${cliPath}" "$@"\n`);
     chmodSync(join(bin, 'cri-winsim'), 0o755);
     return dir;
   } catch (err) {

@@ -1,7 +1,7 @@
 // Runs a program to completion, bounded in time, collecting its output: the one way the suites
 // run crictl, the CLI and the compose services as child processes.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 export interface ProcessOptions {
   cwd?: string;
@@ -66,4 +66,18 @@ export function processRunning(pid: number): boolean {
   } catch {
     return true;
   }
+}
+
+/**
+ * The arguments a live process gave its program before `script` (for node: its flags), from
+ * /proc/<pid>/cmdline; undefined where there is no procfs. Fails the test when `script` is not
+ * among its arguments.
+ */
+export function programFlagsOf(pid: number, script: string): string[] | undefined {
+  const cmdline = `/proc/${pid}/cmdline`;
+  if (!existsSync(cmdline)) return undefined;
+  const argv = readFileSync(cmdline, 'utf8').split('\0');
+  const at = argv.indexOf(script);
+  if (at < 1) throw new Error(`process ${pid} does not run ${script}: ${argv.join(' ')}`);
+  return argv.slice(1, at);
 }

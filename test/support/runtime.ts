@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { cliPath } from './paths.js';
 
 /** The line the runtime logs once its socket accepts connections. */
@@ -24,8 +25,9 @@ export interface StartRuntimeOptions {
   /** A label for messages (defaults to the temp dir's name). */
   name?: string;
   /**
-   * The program and arguments that replace `node dist/src/cli.js` (the harness's own tests use a
-   * stand-in); `runtime --listen … --state-dir …` and `args` are still appended.
+   * The program and arguments that replace `node <NODE_FLAGS> dist/src/cli.js` (how the
+   * `cri-winsim` command starts; the harness's own tests use a stand-in); `runtime --listen …
+   * --state-dir …` and `args` are still appended.
    */
   command?: string[];
 }
@@ -76,7 +78,7 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
 
   let child: ChildProcess;
   try {
-    const [program, ...prefix] = opts.command ?? [process.execPath, cliPath];
+    const [program, ...prefix] = opts.command ?? [process.execPath, ...NODE_FLAGS, cliPath];
     child = spawn(program, [...prefix, 'runtime', '--listen', endpoint, '--state-dir', stateDir, ...(opts.args ?? [])], {
       cwd: dir,
       env: { ...process.env, ...opts.env },
