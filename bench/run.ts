@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
@@ -612,11 +613,11 @@ async function main(): Promise<void> {
       // seconds, 365 MB at ten): a Version call is answered once it is over, and RSS is read
       // until two reads a second apart agree within 1 % (RSS_SETTLE_SECONDS at most).
       const settledRss = async (): Promise<number> => {
-        await new Promise((r) => setTimeout(r, (DEFAULT_IDLE_GC_SECONDS + 2) * 1000));
+        await sleep((DEFAULT_IDLE_GC_SECONDS + 2) * 1000);
         await unaryCall(ours!.runtime, 'Version', {}, CALL);
         let rss = await runtime!.rssKiB();
         for (let waited = 0; waited < RSS_SETTLE_SECONDS; waited++) {
-          await new Promise((r) => setTimeout(r, 1000));
+          await sleep(1000);
           const next = await runtime!.rssKiB();
           const steady = Math.abs(next - rss) <= rss * 0.01;
           rss = next;

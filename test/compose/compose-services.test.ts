@@ -168,10 +168,9 @@ describe('compose services as local processes', function () {
     // repository.
     const runtimeIndex = argv.indexOf('runtime');
     expect(runtimeIndex, 'the runtime subcommand in the argv').to.be.greaterThan(0);
-    const entrypoint = argv.slice(0, runtimeIndex).map((a, i) => (i === 0 && a === 'node' ? process.execPath : i > 0 && !a.startsWith('-') && !isAbsolute(a) ? join(repoRoot, a) : a));
-    const args = withoutFlags(argv.slice(runtimeIndex + 1), '--listen', '--state-dir').map((a) =>
-      !a.startsWith('-') && !isAbsolute(a) && existsSync(join(repoRoot, a)) ? join(repoRoot, a) : a,
-    );
+    const fromRepository = (a: string): string => (!a.startsWith('-') && !isAbsolute(a) && existsSync(join(repoRoot, a)) ? join(repoRoot, a) : a);
+    const entrypoint = argv.slice(0, runtimeIndex).map((a, i) => (i === 0 && a === 'node' ? process.execPath : fromRepository(a)));
+    const args = withoutFlags(argv.slice(runtimeIndex + 1), '--listen', '--state-dir').map(fromRepository);
     rt = await startRuntime({ name: 'compose-runtime', command: entrypoint, args });
     topology = new LocalTopology(file, rt, socketVolume!);
     expect(rt.running()).to.equal(true);
