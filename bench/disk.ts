@@ -13,6 +13,7 @@
 import { closeSync, mkdtempSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { summarize, type LatencySummary } from './stats.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 export function measureFileCreates(dir: string, samples: number): LatencySummary {
   const probeDir = mkdtempSync(join(dir, 'disk-probe-'));
@@ -74,7 +75,7 @@ export async function waitForQuietDisk(dir: string, options: SettleOptions): Pro
   const quiet = options.quietP90Ms ?? QUIET_CREATE_P90_MS;
   const needed = options.maxWaitMs > 0 ? (options.quietProbesNeeded ?? QUIET_PROBES_NEEDED) : 1;
   const probe = options.probe ?? (() => measureFileCreates(dir, options.samplesPerProbe ?? SETTLE_PROBE_CREATES));
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = options.sleep ?? ((ms: number) => delay(ms));
   const now = options.now ?? (() => performance.now());
   const startedAt = now();
   const probesP90Ms: number[] = [];

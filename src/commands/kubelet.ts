@@ -40,6 +40,7 @@ import { requestingUser, type UserInfo } from '../kubelet/rbac.js';
 import { defaultPodWorkers, maxPodWorkers, runPods } from '../kubelet/run-pods.js';
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { DEFAULT_ENDPOINT } from './runtime.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 type OutputFormat = 'wide' | 'yaml' | 'json';
 
@@ -133,8 +134,6 @@ function printViews(views: readonly PodView[], format: OutputFormat | undefined,
   }
   write(formatPodTable(views.map((v) => tableRow(v, nodeName)), { wide: format === 'wide' }));
 }
-
-const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 // ---- run ----
 

@@ -4,6 +4,7 @@
  * the expected one, and the kubelet's reason/message. Plain text with aligned columns, so it reads
  * the same in a terminal, a CI log and a test.
  */
+import { formatTable } from '../kubelet/pod-printers.js';
 import type { ExampleReport, RowVerdict } from './run-example.js';
 
 export const TABLE_HEADER = ['POD', 'CONTAINER', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;
@@ -34,12 +35,6 @@ export function tableCells(v: RowVerdict): string[] {
   ];
 }
 
-/** Aligned columns separated by two spaces, header first, no trailing spaces. */
-export function formatTable(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
-}
-
 /** The whole report as a table, followed by the details of every unexpected row. */
 export function formatReport(report: ExampleReport, options: TableOptions = {}): string {
   const verdicts = report.runs.flatMap((r) => r.verdicts);
@@ -59,7 +54,7 @@ export function formatReport(report: ExampleReport, options: TableOptions = {}):
       });
     }
   }
-  const lines = [formatTable([TABLE_HEADER, ...rows])];
+  const lines = [formatTable(TABLE_HEADER, rows, 2).trimEnd()];
   if (notes.length > 0) lines.push('', ...notes);
   const failed = verdicts.filter((v) => v.problems.length > 0);
   if (failed.length > 0) {

@@ -15,6 +15,7 @@ import { defaultRequestingUser } from '../kubelet/admission.js';
 import { requestingUser } from '../kubelet/rbac.js';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { ExampleManifest, ExampleRun, ExecExpectation, OutcomeExpectation } from './example-manifest.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** What one pod (or one container of it) came to, as the demo table shows it. */
 export interface ObservedRow {
@@ -152,7 +153,7 @@ async function checkLog(cri: CriClient, containerId: string, expected: string, r
     if (text.includes(expected) || Date.now() >= deadline) return { expected, text };
     const status = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: containerId, verbose: false }, { timeoutMs: 10_000 });
     if (status.status?.state !== ContainerStateRunning) return { expected, text: await read(containerId) };
-    await new Promise((resolve) => setTimeout(resolve, LOG_POLL_MS));
+    await delay(LOG_POLL_MS);
   }
 }
 

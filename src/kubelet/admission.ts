@@ -15,6 +15,7 @@
  * account exists (defaulted to `default`). Texts and codes of every rejection are upstream's where
  * upstream has one.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
 import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup, namespaceExists, type ClusterSnapshot } from './cluster.js';
 import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
@@ -79,16 +80,6 @@ export function goJsonMarshal(value: unknown): string {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-function deepEqual(a: Json, b: Json): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]!));
-  }
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => k in b && deepEqual(a[k]!, b[k]!));
-}
-
 /** json.Unmarshal into map[string]interface{}: anything but an object is an error. */
 function parseJsonObject(text: string): { [key: string]: Json } {
   const value = JSON.parse(text) as Json;
@@ -114,7 +105,8 @@ export function compareCredSpecContents(fromPod: string, fromResource: string): 
   } catch (err) {
     return { equal: false, error: `unable to parse CRD ${JSON.stringify(fromResource)} as a JSON object: ${(err as Error).message}` };
   }
-  return { equal: deepEqual(podObject, resourceObject) };
+  // reflect.DeepEqual of the two unmarshalled maps: plain JSON values, so a strict deep comparison.
+  return { equal: isDeepStrictEqual(podObject, resourceObject) };
 }
 
 /** Each resource's credspec as the webhook inlines it, marshalled once: snapshot objects never change. */

@@ -286,10 +286,7 @@ export class KubeconfigClusterSource implements ClusterSource {
     try {
       k8s = await import('@kubernetes/client-node');
     } catch (err) {
-      // @kubernetes/client-node 2.x brings undici 8, which needs Node.js 22.19 or later.
-      const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
-      const hint = major < 22 || (major === 22 && minor < 19) ? ` (it needs Node.js 22.19 or later; this is ${process.versions.node})` : '';
-      throw new Error(`${this.description}: cannot load the Kubernetes client${hint}: ${(err as Error).message}`);
+      throw new Error(`${this.description}: cannot load the Kubernetes client: ${(err as Error).message}`);
     }
     const config = new k8s.KubeConfig();
     let core, rbac, custom;

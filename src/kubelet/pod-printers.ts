@@ -12,12 +12,16 @@ import type { ManifestError } from './manifests.js';
 import type { RecordedEvent } from './pod-records.js';
 import { humanDuration, type ContainerStateView, type ContainerStatusView, type PodRow, type PodStatusView } from './pod-status.js';
 
-/** Left-aligned columns padded to the widest cell plus three spaces, like kubectl's tabwriter. */
-export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+/**
+ * Left-aligned columns, each padded to its widest cell plus `gap` spaces, no trailing spaces, a
+ * newline after every line. Three spaces is kubectl's tabwriter (`get`, `describe`); the demo's
+ * table uses two.
+ */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[], gap = 3): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]! + 3)))
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]! + gap)))
       .join('')
       .trimEnd();
   return `${[header, ...rows].map(line).join('\n')}\n`;

@@ -13,6 +13,7 @@ import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
 import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 export type ContainerKind = 'init' | 'regular';
 
@@ -167,8 +168,6 @@ class ContainerStartFailure extends Error {
     super(message);
   }
 }
-
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One pass of SyncPod for a pod that has no sandbox yet. */
 export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerOptions): Promise<PodOutcome> {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { loadExampleManifest, parseExampleManifest, type OutcomeExpectation } from '../../src/demo/example-manifest.js';
-import { formatReport, formatTable, TABLE_HEADER } from '../../src/demo/result-table.js';
+import { formatTable } from '../../src/kubelet/pod-printers.js';
+import { formatReport, TABLE_HEADER } from '../../src/demo/result-table.js';
 import { compareRow, credentialSpecAccount, criLogText, type ObservedRow } from '../../src/demo/run-example.js';
 import { cliPath, criToolPath, repoRoot } from '../support/paths.js';
 
@@ -282,6 +283,6 @@ describe('demo: judging rows', () => {
     expect(formatReport(report)).to.include(`yes          ${long}\n`);
   });
   it('aligns the table without trailing spaces', () => {
-    expect(formatTable([['A', 'BB', 'C'], ['aaa', 'b', '']])).to.equal('A    BB  C\naaa  b');
+    expect(formatTable(['A', 'BB', 'C'], [['aaa', 'b', '']], 2)).to.equal('A    BB  C\naaa  b\n');
   });
 });
