@@ -87,7 +87,7 @@ writeFileSync(paramsFile, params);
 copyFileSync(paramsFile, join(resultsDir, 'params.yaml'));
 
 let runtime;
-let exitCode = 1;
+let exitCode;
 try {
   runtime = await startRuntime({ cliPath: cli, socketPath: join(work, 'cri.sock'), stateDir: join(work, 'state') });
   process.stdout.write(`runtime ready in ${runtime.startupMs.toFixed(0)} ms at ${runtime.endpoint}\n`);

@@ -98,7 +98,7 @@ async function connect(options: NodeOptions): Promise<CriClient> {
     await unaryCall(cri.runtime, 'Version', { version: '' }, { timeoutMs: callTimeoutMs(options) });
   } catch (err) {
     cri.close();
-    throw new Error(`the container runtime at ${options.runtimeEndpoint} is not reachable: ${grpcErrorString(err)}`);
+    throw new Error(`the container runtime at ${options.runtimeEndpoint} is not reachable: ${grpcErrorString(err)}`, { cause: err });
   }
   return cri;
 }

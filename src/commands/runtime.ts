@@ -61,6 +61,8 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
   tuneJitForRequestHandlers();
   // Batched: the runtime logs several lines per pod lifecycle (as containerd does at info).
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true });
+  // Assigned once, after the metrics that read it are built (they answer 0 until then).
+  // eslint-disable-next-line prefer-const
   let runtime: NodeRuntime | undefined;
   const metrics = options.metricsAddr === undefined
     ? undefined

@@ -125,6 +125,7 @@ export class RuntimeMetrics {
     this.liveContainers = options.liveContainers;
     this.leakedCredentialSpecs = options.leakedCredentialSpecs;
     // Arrow functions inside collect() would lose the gauge as `this`; read the sources through self.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     new Gauge({
       name: `${METRIC_PREFIX}runtime_live_pod_sandboxes`,

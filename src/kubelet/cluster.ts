@@ -286,7 +286,7 @@ export class KubeconfigClusterSource implements ClusterSource {
     try {
       k8s = await import('@kubernetes/client-node');
     } catch (err) {
-      throw new Error(`${this.description}: cannot load the Kubernetes client: ${(err as Error).message}`);
+      throw new Error(`${this.description}: cannot load the Kubernetes client: ${(err as Error).message}`, { cause: err });
     }
     const config = new k8s.KubeConfig();
     let core, rbac, custom;
@@ -302,13 +302,13 @@ export class KubeconfigClusterSource implements ClusterSource {
       rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
       custom = config.makeApiClient(k8s.CustomObjectsApi);
     } catch (err) {
-      throw new Error(`${this.description}: ${(err as Error).message}`);
+      throw new Error(`${this.description}: ${(err as Error).message}`, { cause: err });
     }
     const listing = async <T>(what: string, list: () => Promise<{ items: T[] }>): Promise<T[]> => {
       try {
         return (await list()).items;
       } catch (err) {
-        throw new Error(`${this.description}: listing ${what}: ${(err as Error).message}`);
+        throw new Error(`${this.description}: listing ${what}: ${(err as Error).message}`, { cause: err });
       }
     };
     const gmsa = async (): Promise<GMSACredentialSpec[]> => {
@@ -318,7 +318,7 @@ export class KubeconfigClusterSource implements ClusterSource {
           const list = (await custom.listClusterCustomObject({ group: gmsaApiGroup, version, plural: 'gmsacredentialspecs' })) as { items?: GMSACredentialSpec[] };
           return list.items ?? [];
         } catch (err) {
-          if ((err as { code?: number }).code !== 404) throw new Error(`${this.description}: listing gmsacredentialspecs: ${(err as Error).message}`);
+          if ((err as { code?: number }).code !== 404) throw new Error(`${this.description}: listing gmsacredentialspecs: ${(err as Error).message}`, { cause: err });
         }
       }
       return [];

@@ -114,7 +114,7 @@ export class PodRecordStore {
       return JSON.parse(await readFile(this.file(uid), 'utf8')) as PodRecord;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new Error(`pod record ${this.file(uid)}: ${(err as Error).message}`);
+      throw new Error(`pod record ${this.file(uid)}: ${(err as Error).message}`, { cause: err });
     }
   }
 

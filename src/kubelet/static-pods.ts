@@ -328,7 +328,7 @@ export class StaticPodSyncLoop {
       watcher = watch(this.options.manifestDir, { persistent: false }, debounced);
       watcher.on('error', (err) => onPass(new Error(`watching ${this.options.manifestDir}: ${err.message}`)));
     } catch (err) {
-      throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`);
+      throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`, { cause: err });
     }
     const events = this.subscribeContainerEvents(debounced, onPass);
     const onAbort = (): void => wake?.();

@@ -54,6 +54,7 @@ const maxGMSACredentialSpecLength = maxGMSACredentialSpecLengthInKiB * 1024;
 const maxRunAsUserNameDomainLength = 256;
 const maxRunAsUserNameUserLength = 104;
 // Go's [[:cntrl:]] is ASCII control characters only.
+// eslint-disable-next-line no-control-regex -- control characters are what this matches
 const controlCharacters = /[\x00-\x1f\x7f]/;
 // NetBIOS: 1 to 15 characters, not starting with a dot, none of \ / : * ? " < > |
 const netBiosDomain = /^[^\\/:*?"<>|.][^\\/:*?"<>|]{0,14}$/u;

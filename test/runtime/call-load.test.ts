@@ -108,7 +108,7 @@ describe('CallLoad: file operations of a lone call run inline', () => {
       const before = openFiles();
       await runtime.startContainer({ container_id: started });
       // Read before the event loop turns: the banner was written inside the call.
-      expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F  Service 'w3svc' has been stopped\n\S+ stdout F \n\S+ stdout F  Service 'w3svc' started\n$/);
+      expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F {2}Service 'w3svc' has been stopped\n\S+ stdout F \n\S+ stdout F {2}Service 'w3svc' started\n$/);
       // Closing the descriptor is tidy-up, after the reply.
       expect(openFiles()).to.equal(before + 1);
       await afterTidyUp();
