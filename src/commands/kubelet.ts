@@ -20,6 +20,7 @@ import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { createLogger } from '../log.js';
 import { defaultRequestingUser } from '../kubelet/admission.js';
 import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../kubelet/cluster.js';
+import type { FieldValidation } from '../kubelet/api-decoding.js';
 import { ManifestErrors } from '../kubelet/manifests.js';
 import { deleteNodePod } from '../kubelet/node-pods.js';
 import { grpcErrorString } from '../kubelet/pod-worker.js';
@@ -139,9 +140,17 @@ function printViews(views: readonly PodView[], format: OutputFormat | undefined,
 
 interface RunOptions extends NodeOptions, ClusterOptions {
   output?: OutputFormat;
+  validate: string;
   waitReady?: boolean;
   timeout: string;
   podWorkers?: string;
+}
+
+/** kubectl's --validate values as the API server's fieldValidation. */
+function fieldValidation(mode: string): FieldValidation {
+  if (mode === 'warn') return 'Warn';
+  if (mode === 'ignore' || mode === 'false') return 'Ignore';
+  return 'Strict';
 }
 
 /** --pod-workers: a whole number from 1 to maxPodWorkers. */
@@ -172,6 +181,7 @@ export async function kubeletRun(files: string[], options: RunOptions): Promise<
         callTimeoutMs: callTimeout,
         records,
         podWorkers: workers,
+        manifests: { fieldValidation: fieldValidation(options.validate), onWarning: (warning) => writeError(`Warning: ${warning}`) },
       });
     } catch (err) {
       // A broken cluster stops everything before any pod is touched.
@@ -404,6 +414,11 @@ export function kubeletCommand(): Command {
       .addOption(outputOption())
       .option('--wait-ready', 'wait until every pod is ready, completed or failed')
       .option('--timeout <seconds>', 'how long --wait-ready waits', '60')
+      .addOption(
+        new Option('--validate <mode>', "unknown fields, as kubectl's --validate: strict (or true) refuses the pod, warn prints a warning, ignore (or false) drops them")
+          .choices(['strict', 'warn', 'ignore', 'true', 'false'])
+          .default('strict'),
+      )
       .option('--pod-workers <n>', `how many pods are started at the same time (1 to ${maxPodWorkers}); results keep the order of the files`, String(defaultPodWorkers))
       .action(async (files: string[], _options: unknown, command: Command) => exitWith(await kubeletRun(files, merged<RunOptions>(command)))),
   );

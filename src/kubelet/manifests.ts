@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { V1ObjectMeta, V1Pod, V1PodTemplateSpec } from '@kubernetes/client-node';
+import { manifestKinds, strictDecodingError, unknownFields, unknownFieldWarning, withoutNulls, type FieldValidation } from './api-decoding.js';
 import { formatFieldError, invalid, notSupported, required, type FieldError } from './field-errors.js';
 import { validatePod, defaultPodValidationOptions, type PodValidationOptions } from './validation.js';
 
@@ -214,20 +215,34 @@ export interface LoadedPod {
 export interface PodManifestOptions {
   readonly defaultNamespace?: string;
   readonly validation?: PodValidationOptions;
+  /** Unknown fields: refused (Strict, the default, as kubectl's --validate=strict), reported as warnings (Warn), or dropped (Ignore). */
+  readonly fieldValidation?: FieldValidation;
+  /** Told each warning (an unknown field under Warn), as kubectl prints `Warning: …` lines. */
+  readonly onWarning?: (warning: string) => void;
 }
 
 /** Turns one decoded document into a pod (or the errors that prevent it). */
 export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions = {}): { pod?: V1Pod; errors: ManifestError[] } {
   const fail = (...errs: FieldError[]) => ({ errors: errs.map((e) => new ManifestError(doc.source, e)) });
-  const value = doc.value;
+  let value = doc.value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail(invalid('', value, 'a manifest document must be an object'));
   }
-  const object = value as Record<string, unknown>;
-  const kind = object['kind'];
+  const kind = (value as Record<string, unknown>)['kind'];
   if (kind === undefined || kind === '') return fail(required('kind'));
   if (typeof kind !== 'string' || !supportedPodKinds.includes(kind)) return fail(notSupported('kind', kind, supportedPodKinds));
 
+  // The API server's decoder: unknown fields per fieldValidation, then nulls as Go's zero values.
+  const { model, apiVersion } = manifestKinds[kind]!;
+  const unknown = unknownFields(value, model);
+  if (unknown.length > 0) {
+    const mode = options.fieldValidation ?? 'Strict';
+    if (mode === 'Strict') return { errors: [new ManifestError(doc.source, strictDecodingError(kind, apiVersion, unknown))] };
+    if (mode === 'Warn') for (const f of unknown) options.onWarning?.(`${doc.source.file}: document ${doc.source.document}: ${unknownFieldWarning(f)}`);
+  }
+  value = withoutNulls(value, model);
+
+  const object = value as Record<string, unknown>;
   let raw: Record<string, unknown>;
   if (kind === 'Pod') {
     raw = object;

@@ -109,7 +109,8 @@ export class StaticPodSyncLoop {
   /** One pass: converge the node on the directory. */
   async syncOnce(): Promise<SyncReport> {
     const cluster = await this.options.cluster.load();
-    const { pods: loaded, errors } = await loadPodFiles(await this.manifestFiles(), this.options.manifests);
+    // The kubelet's file source decodes without strict field validation: the file runs as written.
+    const { pods: loaded, errors } = await loadPodFiles(await this.manifestFiles(), { ...this.options.manifests, fieldValidation: 'Ignore' });
     const refused = errors.map((e) => e.message);
     const events: (PodEvent & { pod: string })[] = [];
     const started: string[] = [];

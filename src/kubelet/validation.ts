@@ -4,7 +4,7 @@
  * Windows rules (windowsOptions, hostProcess) with their upstream messages and order.
  */
 import type { V1Container, V1Pod, V1PodSpec, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
-import { child, duplicate, forbidden, index, invalid, required, type FieldError } from './field-errors.js';
+import { child, duplicate, forbidden, index, invalid, notSupported, required, type FieldError } from './field-errors.js';
 
 // apimachinery's RegexError shape, quirks included ("'my-name',  or '123-abc'").
 function regexError(msg: string, fmt: string, ...examples: string[]): string {
@@ -226,10 +226,72 @@ export function validatePod(pod: V1Pod, options: PodValidationOptions = defaultP
   if ((spec.containers ?? []).length === 0) errs.push(required('spec.containers'));
   errs.push(...validateContainerList(spec.containers ?? [], 'spec.containers', seen));
   errs.push(...validateContainerList(spec.initContainers ?? [], 'spec.initContainers', seen));
+  errs.push(...validateContainerList(spec.ephemeralContainers ?? [], 'spec.ephemeralContainers', seen));
   if (spec.serviceAccountName !== undefined && spec.serviceAccountName !== '') {
     for (const msg of isDNS1123Subdomain(spec.serviceAccountName)) errs.push(invalid('spec.serviceAccountName', spec.serviceAccountName, msg));
   }
   errs.push(...validateWindowsOptions(spec.securityContext?.windowsOptions, 'spec.securityContext.windowsOptions'));
   errs.push(...validateWindowsHostProcessPod(spec, 'spec', options));
+  errs.push(...validatePodOS(spec, 'spec'));
+  // ValidatePodCreate: ephemeral containers only through the ephemeralcontainers subresource.
+  if ((spec.ephemeralContainers ?? []).length > 0) errs.push(forbidden('spec.ephemeralContainers', 'cannot be set on create'));
+  return errs;
+}
+
+const validOSNames = ['linux', 'windows'] as const;
+const notForWindows = 'cannot be set for a windows pod';
+const notForLinux = 'windows options cannot be set for a linux pod';
+
+/**
+ * validateOS, then validateLinux or validateWindows (pkg/apis/core/validation/validation.go,
+ * kubernetes v1.34.12): a pod that declares `spec.os.name` may not carry the other OS's fields.
+ * The host namespace fields live on the spec in v1 and in the internal PodSecurityContext, which
+ * the conversion always allocates, so they are checked whether or not a securityContext is given.
+ */
+export function validatePodOS(spec: V1PodSpec, specPath: string): FieldError[] {
+  const os = spec.os;
+  if (os == null) return [];
+  const osPath = child(specPath, 'os');
+  if (os.name == null || os.name === '') return [required(child(osPath, 'name'))];
+  if (!(validOSNames as readonly string[]).includes(os.name)) return [notSupported(osPath, os.name, validOSNames)];
+
+  const errs: FieldError[] = [];
+  const podContext = spec.securityContext ?? undefined;
+  const podContextPath = child(specPath, 'securityContext');
+  const containers = containersWithPaths(spec, specPath);
+  if (os.name === 'linux') {
+    if (podContext?.windowsOptions != null) errs.push(forbidden(child(podContextPath, 'windowsOptions'), notForLinux));
+    for (const { container, path } of containers) {
+      if (container.securityContext?.windowsOptions !== undefined) errs.push(forbidden(child(path, 'securityContext', 'windowsOptions'), notForLinux));
+    }
+    return errs;
+  }
+
+  const set = (value: unknown): boolean => value != null;
+  const podChecks: Array<[boolean, string]> = [
+    [set(podContext?.appArmorProfile), child(podContextPath, 'appArmorProfile')],
+    [set(podContext?.seLinuxOptions), child(podContextPath, 'seLinuxOptions')],
+    [set(spec.hostUsers), child(specPath, 'hostUsers')],
+    [spec.hostPID === true, child(specPath, 'hostPID')],
+    [spec.hostIPC === true, child(specPath, 'hostIPC')],
+    [set(podContext?.seccompProfile), child(podContextPath, 'seccompProfile')],
+    [set(podContext?.fsGroup), child(podContextPath, 'fsGroup')],
+    [set(podContext?.fsGroupChangePolicy), child(podContextPath, 'fsGroupChangePolicy')],
+    [(podContext?.sysctls ?? []).length > 0, child(podContextPath, 'sysctls')],
+    [set(spec.shareProcessNamespace), child(specPath, 'shareProcessNamespace')],
+    [set(podContext?.runAsUser), child(podContextPath, 'runAsUser')],
+    [set(podContext?.runAsGroup), child(podContextPath, 'runAsGroup')],
+    [set(podContext?.supplementalGroups), child(podContextPath, 'supplementalGroups')],
+    [set(podContext?.supplementalGroupsPolicy), child(podContextPath, 'supplementalGroupsPolicy')],
+    [set(podContext?.seLinuxChangePolicy), child(podContextPath, 'seLinuxChangePolicy')],
+  ];
+  for (const [isSet, path] of podChecks) if (isSet) errs.push(forbidden(path, notForWindows));
+  for (const { container, path } of containers) {
+    const sc = container.securityContext;
+    if (sc == null) continue;
+    const scPath = child(path, 'securityContext');
+    const fields = ['appArmorProfile', 'seLinuxOptions', 'seccompProfile', 'capabilities', 'readOnlyRootFilesystem', 'privileged', 'allowPrivilegeEscalation', 'procMount', 'runAsUser', 'runAsGroup'] as const;
+    for (const f of fields) if (sc[f] != null) errs.push(forbidden(child(scPath, f), notForWindows));
+  }
   return errs;
 }

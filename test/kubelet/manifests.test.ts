@@ -144,6 +144,66 @@ spec:
   });
 });
 
+// Strict field validation as the API server applies it for kubectl's --validate (default strict);
+// the text is apimachinery's strict decoding error, kubernetes v1.34.
+describe('unknown fields (fieldValidation)', () => {
+  const misspelt = `apiVersion: v1
+kind: Pod
+metadata: { name: web }
+spec:
+  securityContext:
+    windowsOptions: { runAsUsername: "NT AUTHORITY\\NETWORK SERVICE" }
+  containers:
+  - { name: iis, image: iis, imagePullPolice: Always }
+`;
+  it('refuses a mistyped field under Strict, naming every unknown field', () => {
+    const { pods, errors } = loadPodManifest('web.yaml', misspelt);
+    expect(pods).to.deep.equal([]);
+    expect(errors.map((e) => e.message)).to.deep.equal([
+      'web.yaml: document 1: Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.securityContext.windowsOptions.runAsUsername", unknown field "spec.containers[0].imagePullPolice"',
+    ]);
+  });
+  it('names the workload kind and its version for a pod template', () => {
+    const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: web }\nspec:\n  template:\n    spec:\n      containers: [{ name: c, image: i, foo: 1 }]\n';
+    expect(loadPodManifest('d.yaml', text).errors.map((e) => e.message)).to.deep.equal([
+      'd.yaml: document 1: Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.template.spec.containers[0].foo"',
+    ]);
+  });
+  it('warns under Warn and runs the pod without the fields', () => {
+    const warnings: string[] = [];
+    const { pods, errors } = loadPodManifest('web.yaml', misspelt, { fieldValidation: 'Warn', onWarning: (w) => warnings.push(w) });
+    expect(errors).to.deep.equal([]);
+    expect(pods).to.have.length(1);
+    expect(pods[0]!.pod.spec!.securityContext!.windowsOptions!.runAsUserName).to.equal(undefined);
+    expect(warnings).to.deep.equal([
+      'web.yaml: document 1: unknown field "spec.securityContext.windowsOptions.runAsUsername"',
+      'web.yaml: document 1: unknown field "spec.containers[0].imagePullPolice"',
+    ]);
+  });
+  it('says nothing under Ignore', () => {
+    const warnings: string[] = [];
+    const { pods, errors } = loadPodManifest('web.yaml', misspelt, { fieldValidation: 'Ignore', onWarning: (w) => warnings.push(w) });
+    expect([pods.length, errors.length, warnings.length]).to.deep.equal([1, 0, 0]);
+  });
+  it('decodes YAML nulls as Go does: unset fields, zero-value list elements', () => {
+    const text = 'apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: null }\nspec:\n  os: null\n  securityContext: { windowsOptions: { gmsaCredentialSpecName: null, runAsUserName: null } }\n  containers:\n  - { name: c, image: i, args: [null], securityContext: null }\n  - null\n';
+    const { pods, errors } = loadPodManifest('p.yaml', text);
+    expect(pods).to.deep.equal([]);
+    expect(errors.map((e) => e.message)).to.deep.equal([
+      'p.yaml: document 1: spec.containers[1].name: Required value',
+      'p.yaml: document 1: spec.containers[1].image: Required value',
+    ]);
+    const valid = loadPodManifest('p.yaml', text.replace('  - null\n', ''));
+    expect(valid.errors).to.deep.equal([]);
+    expect(valid.pods[0]!.pod.spec!.containers[0]).to.deep.equal({ name: 'c', image: 'i', args: [''] });
+    expect(valid.pods[0]!.pod.spec!.securityContext).to.deep.equal({ windowsOptions: {} });
+  });
+  it('does not look inside labels, annotations or free-form values', () => {
+    const text = 'apiVersion: v1\nkind: Pod\nmetadata: { name: p, labels: { anything: x }, annotations: { a.b/c: d } }\nspec:\n  containers: [{ name: c, image: i, resources: { limits: { cpu: "1" } } }]\n';
+    expect(loadPodManifest('p.yaml', text).errors).to.deep.equal([]);
+  });
+});
+
 describe('cluster directory', () => {
   let dir: string;
   beforeEach(async () => {

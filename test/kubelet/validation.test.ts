@@ -154,3 +154,78 @@ describe('pod validation (the fields the node path relies on)', () => {
     });
   }
 });
+
+// validateOS / validateLinux / validateWindows and ValidatePodCreate's ephemeral-container rule,
+// pkg/apis/core/validation/validation.go of kubernetes v1.34.12.
+describe('os.name validation (validateOS, validateLinux, validateWindows)', () => {
+  const windowsPod = (spec: Partial<V1Pod['spec']>): V1Pod => ({
+    metadata: { name: 'p' },
+    spec: { os: { name: 'windows' }, containers: [{ name: 'c', image: 'nanoserver' }], ...spec },
+  });
+  const errors = (pod: V1Pod): string[] => validatePod(pod).map(formatFieldError);
+  const cases: { name: string; pod: V1Pod; expected: string[] }[] = [
+    { name: 'a windows pod with windowsOptions only is valid', pod: windowsPod({ securityContext: { windowsOptions: { runAsUserName: 'ContainerUser' } } }), expected: [] },
+    {
+      name: 'windows options on a linux pod, pod and container level',
+      pod: {
+        metadata: { name: 'p' },
+        spec: {
+          os: { name: 'linux' },
+          securityContext: { windowsOptions: { runAsUserName: 'ContainerUser' } },
+          containers: [{ name: 'c', image: 'busybox', securityContext: { windowsOptions: { runAsUserName: 'ContainerUser' } } }],
+        },
+      },
+      expected: [
+        'spec.securityContext.windowsOptions: Forbidden: windows options cannot be set for a linux pod',
+        'spec.containers[0].securityContext.windowsOptions: Forbidden: windows options cannot be set for a linux pod',
+      ],
+    },
+    {
+      name: 'linux pod fields on a windows pod, in upstream order',
+      pod: windowsPod({
+        hostPID: true,
+        shareProcessNamespace: false,
+        hostUsers: true,
+        securityContext: { runAsUser: 1000, fsGroup: 2000, seccompProfile: { type: 'RuntimeDefault' }, sysctls: [{ name: 'kernel.shm_rmid_forced', value: '0' }] },
+      }),
+      expected: [
+        'spec.hostUsers: Forbidden: cannot be set for a windows pod',
+        'spec.hostPID: Forbidden: cannot be set for a windows pod',
+        'spec.securityContext.seccompProfile: Forbidden: cannot be set for a windows pod',
+        'spec.securityContext.fsGroup: Forbidden: cannot be set for a windows pod',
+        'spec.securityContext.sysctls: Forbidden: cannot be set for a windows pod',
+        'spec.shareProcessNamespace: Forbidden: cannot be set for a windows pod',
+        'spec.securityContext.runAsUser: Forbidden: cannot be set for a windows pod',
+      ],
+    },
+    {
+      name: 'linux container fields on a windows pod, init containers first',
+      pod: windowsPod({
+        initContainers: [{ name: 'init', image: 'nanoserver', securityContext: { privileged: false } }],
+        containers: [{ name: 'c', image: 'nanoserver', securityContext: { capabilities: { drop: ['ALL'] }, readOnlyRootFilesystem: true, runAsGroup: 3 } }],
+      }),
+      expected: [
+        'spec.initContainers[0].securityContext.privileged: Forbidden: cannot be set for a windows pod',
+        'spec.containers[0].securityContext.capabilities: Forbidden: cannot be set for a windows pod',
+        'spec.containers[0].securityContext.readOnlyRootFilesystem: Forbidden: cannot be set for a windows pod',
+        'spec.containers[0].securityContext.runAsGroup: Forbidden: cannot be set for a windows pod',
+      ],
+    },
+    { name: 'an empty os.name is required', pod: windowsPod({ os: { name: '' } }), expected: ['spec.os.name: Required value'] },
+    { name: 'an unknown os.name', pod: windowsPod({ os: { name: 'darwin' } }), expected: ['spec.os: Unsupported value: "darwin": supported values: "linux", "windows"'] },
+    {
+      name: 'ephemeral containers: windowsOptions validated, and refused on create',
+      pod: windowsPod({ ephemeralContainers: [{ name: 'debug', image: 'nanoserver', securityContext: { windowsOptions: { runAsUserName: '' } } }] }),
+      expected: [
+        'spec.ephemeralContainers[0].securityContext.windowsOptions.runAsUserName: Invalid value: "": runAsUserName cannot be an empty string',
+        'spec.ephemeralContainers: Forbidden: cannot be set on create',
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(errors(c.pod)).to.deep.equal(c.expected);
+    });
+  }
+
+});
