@@ -30,10 +30,17 @@ export interface Decision {
 const serviceAccountPrefix = 'system:serviceaccount:';
 
 /** serviceaccount.UserInfo: the user name and groups a service account authenticates as. */
+/**
+ * The service account's user info as apiserver's serviceaccount.UserInfo builds it, which is what the
+ * windows-gmsa webhook puts into its SubjectAccessReview (isAuthorizedToUseCredSpec, webhook.go at
+ * 993de21): the two service-account groups and not system:authenticated, which only an
+ * authenticator adds to a request's user. So a binding to system:authenticated does not let a
+ * service account use a credential spec.
+ */
 export function serviceAccountUser(namespace: string, name: string): UserInfo {
   return {
     name: `${serviceAccountPrefix}${namespace}:${name}`,
-    groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`],
   };
 }
 

@@ -95,7 +95,8 @@ describe('RBAC evaluator', () => {
     { name: 'system:serviceaccounts:<ns> group via a ClusterRoleBinding, any name, any namespace', user: serviceAccountUser('ops', 'anything'), attrs: useGmsa('sqlreporting', 'ops'), allowed: true },
     { name: 'wildcards in verbs, groups and resources', user: requestingUser('root'), attrs: { verb: 'delete', apiGroup: 'apps', resource: 'deployments', namespace: 'x', name: 'y' }, allowed: true },
     { name: 'system:authenticated is added to every requesting user', user: requestingUser('carol'), attrs: { verb: 'list', apiGroup: '', resource: 'pods', namespace: 'apps', name: '' }, allowed: true },
-    { name: 'service accounts are authenticated too', user: serviceAccountUser('ops', 'x'), attrs: { verb: 'get', apiGroup: '', resource: 'pods', namespace: 'apps', name: 'p' }, allowed: true },
+    // The webhook's SubjectAccessReview user for a service account has no system:authenticated group.
+    { name: 'a binding to system:authenticated does not reach the webhook\'s service-account user', user: serviceAccountUser('ops', 'x'), attrs: { verb: 'get', apiGroup: '', resource: 'pods', namespace: 'apps', name: 'p' }, allowed: false },
     { name: 'system:masters may do anything', user: requestingUser('admin', ['system:masters']), attrs: useGmsa('whatever', 'default'), allowed: true },
   ];
   for (const c of cases) {
@@ -121,10 +122,11 @@ roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: missing
     expect(authorize(dangling, requestingUser('alice'), useConfigMap('x', 'default')).allowed).to.equal(false);
   });
 
-  it('service account identity: user name and groups', () => {
+  // windows-gmsa webhook.go (993de21) isAuthorizedToUseCredSpec: serviceaccount.UserInfo(ns, sa, "").
+  it('service account identity: user name and the two service-account groups, not system:authenticated', () => {
     expect(serviceAccountUser('apps', 'web')).to.deep.equal({
       name: 'system:serviceaccount:apps:web',
-      groups: ['system:serviceaccounts', 'system:serviceaccounts:apps', 'system:authenticated'],
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:apps'],
     });
   });
 });
