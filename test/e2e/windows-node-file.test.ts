@@ -4,14 +4,14 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify as toYaml } from 'yaml';
 import { DEFAULT_NODE_FILE } from '../../src/runtime/windows/default-node.js';
 import { cliPath } from '../support/paths.js';
 import { startRuntime } from '../support/runtime.js';
+import { tempDirPerTest } from '../support/temp-dir.js';
 
 interface CliRun {
   code: number | null;
@@ -50,13 +50,7 @@ const node = (change: (n: Record<string, any>) => void): string => {
 
 describe('cri-winsim runtime --node: node files with errors are refused at start-up', function () {
   this.timeout(30_000);
-  let dir = '';
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cri-winsim-node-'));
-  });
-  afterEach(async () => {
-    if (dir !== '') await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirPerTest('cri-winsim-node-');
 
   const cases: Array<[string, string | undefined, (path: string) => string]> = [
     ['a file that does not exist', undefined, (p) => `${p}: cannot read node file: no such file`],
@@ -81,23 +75,23 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
 
   for (const [what, text, expected] of cases) {
     it(`${what}: exits 1 with the file, the field and the reason, before listening`, async () => {
-      const path = join(dir, 'node.yaml');
+      const path = join(dir(), 'node.yaml');
       if (text !== undefined) await writeFile(path, text);
-      const run = await runRuntimeCommand(dir, ['--node', path]);
+      const run = await runRuntimeCommand(dir(), ['--node', path]);
       expect(run.code, run.stderr).to.equal(1);
       const message = run.stderr.trim().split('\n').pop() ?? '';
       expect(message.startsWith(`cri-winsim: ${expected(path)}`), message).to.equal(true);
       expect(run.stdout + run.stderr).not.to.contain('cri-winsim runtime listening');
-      expect(existsSync(join(dir, 'cri.sock')), 'no socket').to.equal(false);
-      expect(existsSync(join(dir, 'state')), 'no state directory').to.equal(false);
+      expect(existsSync(join(dir(), 'cri.sock')), 'no socket').to.equal(false);
+      expect(existsSync(join(dir(), 'state')), 'no state directory').to.equal(false);
     });
   }
 
   it('an unknown --ad-mode is refused by the option parser', async () => {
-    const run = await runRuntimeCommand(dir, ['--ad-mode', 'lenient']);
+    const run = await runRuntimeCommand(dir(), ['--ad-mode', 'lenient']);
     expect(run.code).to.equal(1);
     expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are strict, realistic.");
-    expect(existsSync(join(dir, 'cri.sock'))).to.equal(false);
+    expect(existsSync(join(dir(), 'cri.sock'))).to.equal(false);
   });
 
   it('a valid node file starts the runtime on that node', async () => {

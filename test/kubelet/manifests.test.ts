@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DirectoryClusterSource, KubeconfigClusterSource } from '../../src/kubelet/cluster.js';
 import { loadPodFiles, loadPodManifest, ManifestErrors } from '../../src/kubelet/manifests.js';
+import { tempDirPerTest } from '../support/temp-dir.js';
 
 const pod = (name: string, containerName = 'app') => `apiVersion: v1
 kind: Pod
@@ -205,18 +206,12 @@ spec:
 });
 
 describe('cluster directory', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'winsim-cluster-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirPerTest('winsim-cluster-');
 
   it('reads every kind from nested files, Lists included', async () => {
-    await mkdir(join(dir, 'rbac'));
+    await mkdir(join(dir(), 'rbac'));
     await writeFile(
-      join(dir, 'base.yaml'),
+      join(dir(), 'base.yaml'),
       `apiVersion: v1
 kind: Namespace
 metadata: { name: apps }
@@ -234,7 +229,7 @@ credspec: { CmsPlugins: [ActiveDirectory] }
 `,
     );
     await writeFile(
-      join(dir, 'rbac', 'roles.yml'),
+      join(dir(), 'rbac', 'roles.yml'),
       `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: { name: r }
@@ -247,8 +242,8 @@ subjects: [{ kind: Group, name: g, apiGroup: rbac.authorization.k8s.io }]
 roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r }
 `,
     );
-    await writeFile(join(dir, 'README.md'), 'not a manifest');
-    const snapshot = await new DirectoryClusterSource(dir).load();
+    await writeFile(join(dir(), 'README.md'), 'not a manifest');
+    const snapshot = await new DirectoryClusterSource(dir()).load();
     expect(snapshot.namespaces.map((n) => n.metadata!.name)).to.deep.equal(['apps']);
     expect(snapshot.serviceAccounts.map((s) => s.metadata!.name)).to.deep.equal(['web']);
     expect(snapshot.configMaps.map((c) => c.metadata!.namespace)).to.deep.equal(['default']);
@@ -272,27 +267,27 @@ roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r }
   ];
   for (const b of broken) {
     it(`refuses the whole directory for ${b.name}, naming file, document and field`, async () => {
-      await writeFile(join(dir, 'good.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata: { name: fine }\n');
-      await writeFile(join(dir, 'bad.yaml'), b.text);
-      const err = await new DirectoryClusterSource(dir).load().then(
+      await writeFile(join(dir(), 'good.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata: { name: fine }\n');
+      await writeFile(join(dir(), 'bad.yaml'), b.text);
+      const err = await new DirectoryClusterSource(dir()).load().then(
         () => undefined,
         (e: unknown) => e,
       );
       expect(err).to.be.instanceOf(ManifestErrors);
       const messages = (err as ManifestErrors).errors.map((e) => e.message);
       expect(messages).to.have.length(1);
-      expect(messages[0]!.startsWith(`${join(dir, 'bad.yaml')}: ${b.message}`), messages[0]).to.equal(true);
+      expect(messages[0]!.startsWith(`${join(dir(), 'bad.yaml')}: ${b.message}`), messages[0]).to.equal(true);
     });
   }
 
   it('refuses the same object defined twice', async () => {
-    await writeFile(join(dir, 'a.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata: { name: s }\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: { name: s, namespace: default }\n');
-    const err = (await new DirectoryClusterSource(dir).load().catch((e: unknown) => e)) as ManifestErrors;
-    expect(err.errors.map((e) => e.message)).to.deep.equal([`${join(dir, 'a.yaml')}: document 2: metadata.name: Duplicate value: "s": ServiceAccount already defined in ${join(dir, 'a.yaml')} document 1`]);
+    await writeFile(join(dir(), 'a.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata: { name: s }\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: { name: s, namespace: default }\n');
+    const err = (await new DirectoryClusterSource(dir()).load().catch((e: unknown) => e)) as ManifestErrors;
+    expect(err.errors.map((e) => e.message)).to.deep.equal([`${join(dir(), 'a.yaml')}: document 2: metadata.name: Duplicate value: "s": ServiceAccount already defined in ${join(dir(), 'a.yaml')} document 1`]);
   });
 
   it('names a missing directory', async () => {
-    const missing = join(dir, 'nope');
+    const missing = join(dir(), 'nope');
     const err = (await new DirectoryClusterSource(missing).load().catch((e: unknown) => e)) as Error;
     expect(err.message).to.equal(`cluster directory ${missing}: does not exist`);
   });

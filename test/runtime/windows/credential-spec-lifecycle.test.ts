@@ -1,7 +1,4 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   CredentialSpecHandoff,
   parseCredentialSpecTransport,
@@ -10,6 +7,7 @@ import {
 import { credentialSpecFromSecurityOptions } from '../../../src/runtime/windows/security-options.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './kep-example.js';
 import { prng } from '../../support/seeded-random.js';
+import { tempDirPerTest } from '../../support/temp-dir.js';
 
 /** A container record as far as the hand-off is concerned. */
 interface Container {
@@ -43,18 +41,12 @@ async function startContainer(handoff: CredentialSpecHandoff, c: Container, faul
 }
 
 describe('credential spec lifecycle: cleanup at every point', () => {
-  let stateDir: string;
-  beforeEach(async () => {
-    stateDir = await mkdtemp(join(tmpdir(), 'winsim-lifecycle-'));
-  });
-  afterEach(async () => {
-    await rm(stateDir, { recursive: true, force: true });
-  });
+  const stateDir = tempDirPerTest('winsim-lifecycle-');
 
   for (const transport of ['file', 'registry'] as const) {
     describe(`${transport} transport`, () => {
       it('removes the staged spec when CreateContainer fails after staging', async () => {
-        const handoff = await CredentialSpecHandoff.open(stateDir, transport);
+        const handoff = await CredentialSpecHandoff.open(stateDir(), transport);
         const outcome = await createContainer(handoff, 'c1', KEP_EXAMPLE_CREDENTIAL_SPEC, true).catch((err: Error) => err);
         expect(outcome).to.be.instanceOf(Error);
         expect((outcome as Error).message).to.equal('failed to create container c1');
@@ -62,7 +54,7 @@ describe('credential spec lifecycle: cleanup at every point', () => {
       });
 
       it(`${transport === 'file' ? 'removes' : 'keeps'} the spec after StartContainer succeeds`, async () => {
-        const handoff = await CredentialSpecHandoff.open(stateDir, transport);
+        const handoff = await CredentialSpecHandoff.open(stateDir(), transport);
         const c = await createContainer(handoff, 'c1', KEP_EXAMPLE_CREDENTIAL_SPEC, false);
         expect(await handoff.leftovers()).to.have.length(1);
         await startContainer(handoff, c, false);
@@ -72,7 +64,7 @@ describe('credential spec lifecycle: cleanup at every point', () => {
       });
 
       it(`${transport === 'file' ? 'removes' : 'keeps'} the spec when StartContainer fails`, async () => {
-        const handoff = await CredentialSpecHandoff.open(stateDir, transport);
+        const handoff = await CredentialSpecHandoff.open(stateDir(), transport);
         const c = await createContainer(handoff, 'c1', KEP_EXAMPLE_CREDENTIAL_SPEC, false);
         await startContainer(handoff, c, true).catch(() => undefined);
         expect(await handoff.leftovers()).to.have.length(transport === 'file' ? 0 : 1);
@@ -81,7 +73,7 @@ describe('credential spec lifecycle: cleanup at every point', () => {
       });
 
       it('removes it on RemoveContainer of a container that never started', async () => {
-        const handoff = await CredentialSpecHandoff.open(stateDir, transport);
+        const handoff = await CredentialSpecHandoff.open(stateDir(), transport);
         const c = await createContainer(handoff, 'c1', KEP_EXAMPLE_CREDENTIAL_SPEC, false);
         expect(await handoff.releaseOnRemove(c.securityOptions)).to.equal(1);
         expect(await handoff.leftovers()).to.deep.equal([]);
@@ -92,7 +84,7 @@ describe('credential spec lifecycle: cleanup at every point', () => {
   it('leaves zero credential specs after a random sequence of operations, faults and restarts', async () => {
     const random = prng(20260521);
     let transport: CredentialSpecTransportKind = 'file';
-    let handoff = await CredentialSpecHandoff.open(stateDir, transport);
+    let handoff = await CredentialSpecHandoff.open(stateDir(), transport);
     let containers: Container[] = [];
     for (let step = 0; step < 300; step++) {
       const roll = random();
@@ -109,7 +101,7 @@ describe('credential spec lifecycle: cleanup at every point', () => {
       } else {
         // The runtime restarts (maybe with the other transport): containers are gone, the sweep runs.
         transport = random() < 0.5 ? 'file' : 'registry';
-        handoff = await CredentialSpecHandoff.open(stateDir, transport);
+        handoff = await CredentialSpecHandoff.open(stateDir(), transport);
         await handoff.sweep();
         containers = [];
         expect(await handoff.leftovers()).to.deep.equal([]);

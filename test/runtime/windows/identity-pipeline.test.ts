@@ -1,7 +1,4 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   CredentialSpecHandoff,
   credentialSpecFromSecurityOptions,
@@ -15,20 +12,15 @@ import {
   applyWindowsSpecOpts,
 } from '../../../src/runtime/windows/index.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './kep-example.js';
+import { tempDirPerTest } from '../../support/temp-dir.js';
 
 describe('Windows identity path, hand-off to command output', () => {
-  let stateDir: string;
-  beforeEach(async () => {
-    stateDir = await mkdtemp(join(tmpdir(), 'winsim-pipeline-'));
-  });
-  afterEach(async () => {
-    await rm(stateDir, { recursive: true, force: true });
-  });
+  const stateDir = tempDirPerTest('winsim-pipeline-');
 
   for (const transport of ['file', 'registry'] as const) {
     it(`${transport}: the KEP example runs on the default node and nltest /parentdomain answers contoso.com`, async () => {
       const node = await openNodeDirectory();
-      const handoff = await CredentialSpecHandoff.open(stateDir, transport);
+      const handoff = await CredentialSpecHandoff.open(stateDir(), transport);
       const staged = await handoff.stage(KEP_EXAMPLE_CREDENTIAL_SPEC);
       const text = await credentialSpecFromSecurityOptions([staged.securityOption], {
         containerId: 'c1',

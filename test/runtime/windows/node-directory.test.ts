@@ -1,6 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
@@ -14,6 +13,7 @@ import {
   validateNodeFile,
   type NodeFile,
 } from '../../../src/runtime/windows/node-directory.js';
+import { tempDirPerTest } from '../../support/temp-dir.js';
 
 // dist/test/runtime/windows -> repository root
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
@@ -171,13 +171,7 @@ describe('node file and simulated Active Directory', () => {
   });
 
   describe('loading from disk', () => {
-    let dir: string;
-    beforeEach(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'winsim-node-'));
-    });
-    afterEach(async () => {
-      await rm(dir, { recursive: true, force: true });
-    });
+    const dir = tempDirPerTest('winsim-node-');
 
     async function loadRejection(path: string): Promise<Error> {
       const outcome = await loadNodeFile(path).then(
@@ -189,7 +183,7 @@ describe('node file and simulated Active Directory', () => {
     }
 
     it('names the path as the user gave it (relative stays relative)', async () => {
-      const path = join(dir, 'node.yaml');
+      const path = join(dir(), 'node.yaml');
       await writeFile(path, yamlOf((f: NodeFile) => (f.domains[0]!.netbiosName = 'BAD*NAME')));
       const given = relative(process.cwd(), path);
       const err = await loadRejection(given);
@@ -199,8 +193,8 @@ describe('node file and simulated Active Directory', () => {
     });
 
     it('reports a missing file', async () => {
-      const err = await loadRejection(join(dir, 'missing.yaml'));
-      expect(err.message).to.equal(`${join(dir, 'missing.yaml')}: cannot read node file: no such file`);
+      const err = await loadRejection(join(dir(), 'missing.yaml'));
+      expect(err.message).to.equal(`${join(dir(), 'missing.yaml')}: cannot read node file: no such file`);
     });
   });
 });
