@@ -18,7 +18,7 @@ import { Command, Option } from 'commander';
 import { unixSocketPath } from '../cri/endpoint.js';
 import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { createLogger } from '../log.js';
-import { defaultRequestingUser } from '../kubelet/admission.js';
+import { defaultGmsaDesign, defaultRequestingUser, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
 import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../kubelet/cluster.js';
 import type { FieldValidation } from '../kubelet/api-decoding.js';
 import { ManifestErrors } from '../kubelet/manifests.js';
@@ -54,6 +54,7 @@ interface NodeOptions {
 }
 
 interface ClusterOptions {
+  gmsaDesign: GmsaDesign;
   cluster?: string;
   kubeconfig?: string;
   context?: string;
@@ -176,6 +177,7 @@ export async function kubeletRun(files: string[], options: RunOptions): Promise<
       results = await runPods(cri, await podFiles(files), {
         cluster,
         user,
+        design: options.gmsaDesign,
         podLogsRoot: podLogsRoot(options),
         nodeName: options.nodeName,
         callTimeoutMs: callTimeout,
@@ -330,6 +332,7 @@ export async function kubeletSyncLoop(options: SyncOptions): Promise<number> {
       manifestDir,
       cluster,
       user,
+      design: options.gmsaDesign,
       podLogsRoot: podLogsRoot(options),
       nodeName: options.nodeName,
       callTimeoutMs: callTimeoutMs(options),
@@ -386,6 +389,11 @@ function clusterOptions(command: Command): Command {
     .option('--context <name>', 'the kubeconfig context to use')
     .option('--as <user>', 'the requesting user admission sees (default: kubernetes-admin, in system:masters)')
     .option('--as-group <group>', 'a group of the requesting user (repeatable)', collect, [] as string[])
+    .addOption(
+      new Option('--gmsa-design <design>', "the cluster's GMSA design: webhook (the shipped windows-gmsa webhook), kep-configmap (the GMSA KEP's ConfigMap design, never shipped), alpha-1.14 (the 1.14 annotations)")
+        .choices([...gmsaDesigns])
+        .default(defaultGmsaDesign),
+    )
     .option('--pod-logs-root <dir>', 'root of the pod log directories (default: pod-logs/ in --root-dir)');
 }
 

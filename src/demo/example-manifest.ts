@@ -10,6 +10,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
 
 export type AdMode = 'strict' | 'realistic';
 
@@ -52,6 +53,8 @@ export interface ExampleRun {
   /** Requesting user (`--as`); absent: kubectl's admin (system:masters). */
   readonly as?: string;
   readonly groups: readonly string[];
+  /** The cluster's GMSA design for this run (`--gmsa-design`); `webhook`, the shipped one, when not given. */
+  readonly gmsaDesign: GmsaDesign;
   readonly expect: readonly OutcomeExpectation[];
 }
 
@@ -117,6 +120,7 @@ const manifestSchema = {
           pods: { type: 'array', minItems: 1, maxItems: 32, items: { type: 'string', minLength: 1 } },
           as: { type: 'string', minLength: 1 },
           groups: { type: 'array', maxItems: 16, items: { type: 'string', minLength: 1 } },
+          gmsaDesign: { enum: [...gmsaDesigns] },
           expect: { type: 'array', minItems: 1, maxItems: 64, items: expectationSchema },
         },
       },
@@ -165,6 +169,7 @@ interface RawManifest {
     pods: string[];
     as?: string;
     groups?: string[];
+    gmsaDesign?: GmsaDesign;
     expect: Array<Omit<OutcomeExpectation, 'exec'> & { exec?: Array<{ command: string[]; exitCode?: number; output?: string }> }>;
   }>;
 }
@@ -204,6 +209,7 @@ export async function parseExampleManifest(file: string, text: string): Promise<
       pods,
       ...(run.as === undefined ? {} : { as: run.as }),
       groups: run.groups ?? [],
+      gmsaDesign: run.gmsaDesign ?? defaultGmsaDesign,
       expect: run.expect.map((e) => ({
         ...e,
         exec: (e.exec ?? []).map((x) => ({ command: x.command, exitCode: x.exitCode ?? 0, ...(x.output === undefined ? {} : { output: x.output }) })),

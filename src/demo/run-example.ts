@@ -313,10 +313,11 @@ export async function runExample(cri: CriClient, manifest: ExampleManifest, opti
   const reports: RunReport[] = [];
   for (const run of manifest.runs) {
     const user = run.as === undefined ? defaultRequestingUser : requestingUser(run.as, run.groups);
-    progress?.step(`kubelet run ${run.pods.length} pod file(s) as ${user.name}`);
+    progress?.step(`kubelet run ${run.pods.length} pod file(s) as ${user.name} (--gmsa-design ${run.gmsaDesign})`);
     const results = await runPods(cri, run.pods, {
       cluster,
       user,
+      design: run.gmsaDesign,
       podLogsRoot: options.podLogsRoot,
       ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs }),
     });

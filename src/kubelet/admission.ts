@@ -1,15 +1,20 @@
 /**
- * Admission of a pod before it reaches the node, for the GMSA parts in both designs:
+ * Admission of a pod before it reaches the node, for the GMSA part in one of three designs, picked
+ * by name (`--gmsa-design`); the shipped one is the default:
  *
- * - the shipped windows-gmsa webhook (kubernetes-sigs/windows-gmsa): `gmsaCredentialSpecName`
+ * - `webhook`: the shipped windows-gmsa webhook (kubernetes-sigs/windows-gmsa): `gmsaCredentialSpecName`
  *   names a cluster-scoped GMSACredentialSpec; the mutating hook inlines its `credspec` as compact
  *   JSON with sorted keys, the validating hook checks the service account may `use` it and that
  *   contents match the resource;
- * - the GMSA KEP's design that never shipped: the annotation
+ * - `kep-configmap`: the GMSA KEP's design that never shipped: the annotation
  *   `pod.alpha|beta.kubernetes.io/windows-gmsa-config-map` names a ConfigMap whose key
  *   `gmsa-cred-spec` holds the spec, and the GMSAAuthorizer requires both the requesting user and
  *   the service account to be allowed `use` on that ConfigMap;
- * - the 1.14 alpha annotations, read as the fields they became.
+ * - `alpha-1.14`: the alpha windows-gmsa webhook of Kubernetes 1.14, which inlined the resource
+ *   named by a `…/gmsa-credential-spec-name` annotation into the `…/gmsa-credential-spec`
+ *   annotation, and the 1.14 kubelet, which read that annotation itself (container before pod).
+ *
+ * Under one design the others' annotations mean nothing, as on a cluster that runs that design.
  *
  * Before those, the two built-in checks every pod meets: its namespace exists and its service
  * account exists (defaulted to `default`). Texts and codes of every rejection are upstream's where
@@ -33,7 +38,12 @@ export class AdmissionError extends Error {
   }
 }
 
-export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'gmsa-alpha-annotations' | 'GMSAAuthorizer' | 'gmsa-webhook';
+export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'GMSAAuthorizer' | 'gmsa-webhook';
+
+/** The GMSA designs a user picks by name; `webhook` is what shipped. */
+export type GmsaDesign = 'webhook' | 'kep-configmap' | 'alpha-1.14';
+export const gmsaDesigns: readonly GmsaDesign[] = ['webhook', 'kep-configmap', 'alpha-1.14'];
+export const defaultGmsaDesign: GmsaDesign = 'webhook';
 
 export const gmsaWebhookName = 'admission-webhook.windows-gmsa.sigs.k8s.io';
 
@@ -48,8 +58,8 @@ export interface AdmissionContext {
   readonly cluster: ClusterSnapshot;
   /** The requesting user (`--as`, `--as-group`); the KEP's GMSAAuthorizer checks it. */
   readonly user: UserInfo;
-  /** Which GMSA designs are active; all by default. */
-  readonly designs?: Partial<Record<'webhook' | 'configMap' | 'alphaAnnotations', boolean>>;
+  /** The GMSA design the cluster runs; `webhook` (the shipped one) by default. */
+  readonly design?: GmsaDesign;
 }
 
 /** kubectl with an admin kubeconfig: a member of system:masters. */
@@ -157,12 +167,8 @@ export function mutateGmsaWebhook(pod: V1Pod, cluster: ClusterSnapshot): V1Pod {
   return mutated;
 }
 
-/**
- * The validating webhook on CREATE: the service account may `use` each named spec; contents match.
- * `podSpecFromConfigMap`: the pod-level contents came from the KEP's ConfigMap design, which has no
- * resource name, so the nameless-contents rule does not apply to them.
- */
-export function validateGmsaWebhookCreate(pod: V1Pod, namespace: string, cluster: ClusterSnapshot, podSpecFromConfigMap = false): void {
+/** The validating webhook on CREATE: the service account may `use` each named spec; contents match. */
+export function validateGmsaWebhookCreate(pod: V1Pod, namespace: string, cluster: ClusterSnapshot): void {
   const serviceAccount = pod.spec?.serviceAccountName ?? '';
   for (const site of windowsOptionsSites(pod)) {
     const name = site.options.gmsaCredentialSpecName;
@@ -189,7 +195,7 @@ export function validateGmsaWebhookCreate(pod: V1Pod, namespace: string, cluster
           throw new AdmissionError(http.unprocessable, message, 'gmsa-webhook');
         }
       }
-    } else if (contents !== undefined && !(site.kind === 'pod' && podSpecFromConfigMap)) {
+    } else if (contents !== undefined) {
       throw new AdmissionError(
         http.unprocessable,
         `${site.kind} ${JSON.stringify(site.name)} has a GMSA cred spec set, but does not define the name of the corresponding resource`,
@@ -277,46 +283,81 @@ export function admitGmsaConfigMap(pod: V1Pod, namespace: string, user: UserInfo
   return admitted;
 }
 
-// ---- the 1.14 alpha annotations ----
+// ---- the 1.14 alpha design: annotations, the alpha webhook and the kubelet that read them ----
 
 export const alphaPodAnnotation = 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec';
 export const alphaContainerAnnotationSuffix = '.container.alpha.windows.kubernetes.io/gmsa-credential-spec';
 
+/** The annotation pairs the alpha webhook walks: each container's, then the pod's. */
+function alphaAnnotationKeys(pod: V1Pod): { readonly contents: string; readonly name: string }[] {
+  const keys = (pod.spec?.containers ?? []).map((c) => `${c.name}${alphaContainerAnnotationSuffix}`);
+  keys.push(alphaPodAnnotation);
+  return keys.map((contents) => ({ contents, name: `${contents}-name` }));
+}
+
 /**
- * Reads `pod.alpha.windows.kubernetes.io/gmsa-credential-spec[-name]` and
- * `<container>.container.alpha.windows.kubernetes.io/gmsa-credential-spec[-name]` into the
- * windowsOptions fields they became; a field already set must agree with its annotation.
+ * The alpha webhook on CREATE (windows-gmsa admission-webhook/webhook.go before the fields
+ * existed): only it may set a contents annotation; a named spec must be usable by the service
+ * account, and its credspec is inlined into the contents annotation.
  */
-export function applyAlphaGmsaAnnotations(pod: V1Pod): V1Pod {
+export function admitGmsaAlphaWebhook(pod: V1Pod, namespace: string, cluster: ClusterSnapshot): V1Pod {
   const annotations = pod.metadata?.annotations ?? {};
-  const relevant = Object.keys(annotations).filter((k) => k.startsWith(alphaPodAnnotation) || k.includes(alphaContainerAnnotationSuffix));
-  if (relevant.length === 0) return pod;
-  const admitted = structuredClone(pod);
-  const apply = (kind: ResourceKind, name: string, prefix: string, options: () => V1WindowsSecurityContextOptions): void => {
-    const pairs = [
-      [`${prefix}-name`, 'gmsaCredentialSpecName'],
-      [prefix, 'gmsaCredentialSpec'],
-    ] as const;
-    for (const [annotation, field] of pairs) {
-      const value = annotations[annotation];
-      if (value === undefined) continue;
-      const target = options();
-      const current = target[field];
-      if (current === undefined) target[field] = value;
-      else if (current !== value && !(field === 'gmsaCredentialSpec' && compareCredSpecContents(value, current).equal)) {
-        throw new AdmissionError(
-          http.unprocessable,
-          `${kind} ${JSON.stringify(name)}: annotation ${JSON.stringify(annotation)} does not match windowsOptions.${field}`,
-          'gmsa-alpha-annotations',
-        );
+  const serviceAccount = pod.spec?.serviceAccountName ?? '';
+  let admitted: V1Pod | undefined;
+  for (const key of alphaAnnotationKeys(pod)) {
+    if (annotations[key.contents] !== undefined) {
+      throw new AdmissionError(http.forbidden, `cannot pre-set a pod's gMSA content annotation (annotation ${key.contents} present)`, 'gmsa-webhook');
+    }
+    const name = annotations[key.name];
+    if (name === undefined || name === '') continue;
+    const decision = authorize(cluster, serviceAccountUser(namespace, serviceAccount), { verb: 'use', apiGroup: gmsaApiGroup, resource: 'gmsacredentialspecs', namespace, name });
+    if (!decision.allowed) {
+      let message = `the service account used for this pod does not have \`use\` access to the ${name} gMSA cred spec`;
+      if (decision.reason !== '') message += `, reason : ${decision.reason}`;
+      throw new AdmissionError(http.forbidden, message, 'gmsa-webhook');
+    }
+    admitted ??= structuredClone(pod);
+    admitted.metadata!.annotations![key.contents] = retrieveCredSpecContents(cluster, name);
+  }
+  return admitted ?? pod;
+}
+
+/** The alpha webhook on UPDATE: no GMSA annotation may change. */
+export function validateGmsaAlphaWebhookUpdate(pod: V1Pod, oldPod: V1Pod): void {
+  const now = pod.metadata?.annotations ?? {};
+  const before = oldPod.metadata?.annotations ?? {};
+  const keys = alphaAnnotationKeys(pod);
+  // assertAnnotationsUnchanged runs on the pod's pair first, then each container's.
+  for (const key of [keys[keys.length - 1]!, ...keys.slice(0, -1)]) {
+    for (const annotation of [key.name, key.contents]) {
+      if (now[annotation] !== before[annotation]) {
+        throw new AdmissionError(http.forbidden, `cannot update an existing pod's gMSA annotation (annotation ${annotation} changed)`, 'gmsa-webhook');
       }
     }
-  };
-  apply('pod', admitted.metadata?.name ?? '', alphaPodAnnotation, () => podWindowsOptions(admitted));
-  for (const container of admitted.spec?.containers ?? []) {
-    apply('container', container.name, `${container.name}${alphaContainerAnnotationSuffix}`, () => containerWindowsOptions(container));
   }
-  return admitted;
+}
+
+/**
+ * What the 1.14 kubelet handed the runtime for a container: the container's contents annotation,
+ * else the pod's (kuberuntime's windows security context, 1.14). Undefined: no credential spec.
+ */
+export function alphaCredentialSpecFor(pod: V1Pod, containerName: string): string | undefined {
+  const annotations = pod.metadata?.annotations ?? {};
+  return annotations[`${containerName}${alphaContainerAnnotationSuffix}`] ?? annotations[alphaPodAnnotation];
+}
+
+/**
+ * The 1.14 kubelet's reading of the annotations, expressed in the fields the runtime path reads
+ * today: each container whose annotations give it a credential spec gets it as its own.
+ */
+export function readAlphaCredentialSpecs(pod: V1Pod): V1Pod {
+  const specs = (pod.spec?.containers ?? []).map((c) => alphaCredentialSpecFor(pod, c.name));
+  if (specs.every((s) => s === undefined)) return pod;
+  const read = structuredClone(pod);
+  read.spec!.containers.forEach((container, i) => {
+    if (specs[i] !== undefined) containerWindowsOptions(container).gmsaCredentialSpec = specs[i];
+  });
+  return read;
 }
 
 // ---- the whole chain ----
@@ -344,21 +385,21 @@ export function admitServiceAccount(pod: V1Pod, namespace: string, cluster: Clus
 
 /** Admits a pod on CREATE through every step in order; the input pod is never modified. */
 export function admitPod(pod: V1Pod, context: AdmissionContext): AdmissionResult {
-  const designs = { webhook: true, configMap: true, alphaAnnotations: true, ...context.designs };
   const namespace = pod.metadata?.namespace || 'default';
   try {
     checkNamespace(namespace, context.cluster);
     let admitted = admitServiceAccount(pod, namespace, context.cluster);
-    if (designs.alphaAnnotations) admitted = applyAlphaGmsaAnnotations(admitted);
-    let fromConfigMap = false;
-    if (designs.configMap) {
-      const before = admitted;
-      admitted = admitGmsaConfigMap(admitted, namespace, context.user, context.cluster);
-      fromConfigMap = admitted !== before;
-    }
-    if (designs.webhook) {
-      admitted = mutateGmsaWebhook(admitted, context.cluster);
-      validateGmsaWebhookCreate(admitted, namespace, context.cluster, fromConfigMap);
+    switch (context.design ?? defaultGmsaDesign) {
+      case 'webhook':
+        admitted = mutateGmsaWebhook(admitted, context.cluster);
+        validateGmsaWebhookCreate(admitted, namespace, context.cluster);
+        break;
+      case 'kep-configmap':
+        admitted = admitGmsaConfigMap(admitted, namespace, context.user, context.cluster);
+        break;
+      case 'alpha-1.14':
+        admitted = admitGmsaAlphaWebhook(admitted, namespace, context.cluster);
+        break;
     }
     return { allowed: true, pod: admitted };
   } catch (err) {

@@ -8,7 +8,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/proto.js';
-import { admitPod, describeRejection, type AdmissionContext, type AdmissionError } from './admission.js';
+import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
 import { listNodePods } from './node-pods.js';
@@ -31,7 +31,8 @@ export const maxPodWorkers = 256;
 export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'imagePulls' | 'sandboxTurn'> {
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
-  readonly designs?: AdmissionContext['designs'];
+  /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
+  readonly design?: GmsaDesign;
   readonly manifests?: PodManifestOptions;
   /** Where each started pod's record is written (`kubelet get`/`describe` read them back). */
   readonly records?: PodRecordStore;
@@ -61,10 +62,12 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
   const sandboxTurns = new TurnSequence();
   const runOne = async ({ pod, source }: LoadedPod, sandboxTurn: Turn): Promise<PodRunResult> => {
     try {
-      const admission = admitPod(pod, { cluster, user: options.user, ...(options.designs === undefined ? {} : { designs: options.designs }) });
+      const admission = admitPod(pod, { cluster, user: options.user, ...(options.design === undefined ? {} : { design: options.design }) });
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source };
-      const outcome = await runPodOnce(cri, admission.pod, { ...workerOptions, sandboxTurn });
+      // The 1.14 kubelet read the alpha webhook's annotations itself.
+      const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
+      const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
       await options.records?.save(recordFirstSync(admission.pod, source, outcome));
       return { stage: 'runtime', pod: admission.pod, source, outcome };
     } finally {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type * as grpc from '@grpc/grpc-js';
 import type { CriClient } from '../cri/proto.js';
-import { admitPod, describeRejection, type AdmissionContext } from './admission.js';
+import { admitPod, describeRejection, readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
@@ -30,7 +30,8 @@ export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly manifestDir: string;
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
-  readonly designs?: AdmissionContext['designs'];
+  /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
+  readonly design?: GmsaDesign;
   readonly manifests?: PodManifestOptions;
   /** run(): the slow resync that covers missed events (the kubelet's --sync-frequency, 1 min). */
   readonly intervalMs?: number;
@@ -133,7 +134,8 @@ export class StaticPodSyncLoop {
     }
 
     const admitted: V1Pod[] = [];
-    const admit = (pod: V1Pod) => admitPod(pod, { cluster, user: this.options.user, ...(this.options.designs === undefined ? {} : { designs: this.options.designs }) });
+    const design = this.options.design;
+    const admit = (pod: V1Pod) => admitPod(pod, { cluster, user: this.options.user, ...(design === undefined ? {} : { design }) });
     for (const { pod, source } of loaded) {
       const uid = pod.metadata!.uid!;
       const running = onNode.get(uid);
@@ -144,7 +146,9 @@ export class StaticPodSyncLoop {
           refused.push(`${key(pod)}: ${describeRejection(result.error)}`);
           continue;
         }
-        const outcome = await runPodOnce(this.cri, result.pod, workerOptions);
+        // The 1.14 kubelet read the alpha webhook's annotations itself.
+        const runnable = design === 'alpha-1.14' ? readAlphaCredentialSpecs(result.pod) : result.pod;
+        const outcome = await runPodOnce(this.cri, runnable, workerOptions);
         events.push(...outcome.events.map((e) => ({ ...e, pod: key(pod) })));
         // Containers that failed to start back off; those merely not reached yet do not.
         for (const c of outcome.containers) {

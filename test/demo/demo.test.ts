@@ -275,7 +275,7 @@ describe('demo: judging rows', () => {
       { row: { ...row, message: long }, expectation: expectation({}), exec: [], problems: [] },
       { row: { ...row, container: 'd', outcome: 'Running', message: '' }, expectation: expectation({ container: 'd', outcome: 'Running' }), exec: [], problems: [] },
     ];
-    const report = { manifest: {} as never, runs: [{ run: {} as never, results: [], verdicts }], ok: true };
+    const report = { manifest: {} as never, runs: [{ run: { gmsaDesign: 'webhook' } as never, results: [], verdicts }], ok: true };
     const narrow = formatReport(report, { tableWidth: 80 });
     expect(narrow).to.include(`yes          [1]\n`);
     expect(narrow).to.include(`\n[1] ${long}\n`);

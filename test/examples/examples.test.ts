@@ -66,7 +66,7 @@ interface PodJson {
   status?: { containerStatuses?: Array<{ name: string; state: { running?: object; terminated?: { exitCode: number; reason?: string; message?: string }; waiting?: { reason: string; message?: string } } }> };
 }
 
-/** `cri-winsim kubelet run FILES --cluster DIR --runtime-endpoint EP [--as U --as-group G] -o json`. */
+/** `cri-winsim kubelet run FILES --cluster DIR --runtime-endpoint EP [--as U --as-group G] --gmsa-design D -o json`. */
 async function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: ExampleRun): Promise<KubeletCliRun> {
   const args = [
     cliPath, 'kubelet', 'run', ...run.pods,
@@ -76,6 +76,7 @@ async function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: Exa
     '-o', 'json',
     ...(run.as === undefined ? [] : ['--as', run.as]),
     ...run.groups.flatMap((g) => ['--as-group', g]),
+    '--gmsa-design', run.gmsaDesign,
   ];
   const { code, stdout, stderr } = await runProcess(process.execPath, args, { cwd: rt.dir, killAfterMs: 60_000 });
   let pods: PodJson[] = [];

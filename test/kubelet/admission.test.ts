@@ -3,11 +3,15 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { fileURLToPath } from 'node:url';
 import {
   admitPod,
+  alphaCredentialSpecFor,
   describeRejection,
   goJsonMarshal,
+  readAlphaCredentialSpecs,
+  validateGmsaAlphaWebhookUpdate,
   validateGmsaWebhookUpdate,
   AdmissionError,
   type AdmissionContext,
+  type GmsaDesign,
 } from '../../src/kubelet/admission.js';
 import { DirectoryClusterSource, snapshotFromDocuments, type ClusterSnapshot } from '../../src/kubelet/cluster.js';
 import { loadPodFiles, parseDocuments } from '../../src/kubelet/manifests.js';
@@ -104,7 +108,7 @@ const makePod = (s: PodShape): V1Pod => ({
   },
 });
 
-const context = (user = requestingUser('alice'), c: ClusterSnapshot = cluster): AdmissionContext => ({ cluster: c, user });
+const context = (user = requestingUser('alice'), c: ClusterSnapshot = cluster, design: GmsaDesign = 'webhook'): AdmissionContext => ({ cluster: c, user, design });
 
 function rejection(pod: V1Pod, ctx = context()): { code: number; message: string } {
   const result = admitPod(pod, ctx);
@@ -248,13 +252,14 @@ describe('GMSA admission: update rules of the validating webhook', () => {
   }
 });
 
-describe('GMSA admission: the KEP ConfigMap design (GMSAAuthorizer)', () => {
+describe('GMSA admission: the KEP ConfigMap design (GMSAAuthorizer, --gmsa-design kep-configmap)', () => {
+  const kep = (user = requestingUser('alice')) => context(user, cluster, 'kep-configmap');
   const annotated = (name: string, prefix = 'pod.alpha', serviceAccount = 'web') =>
     makePod({ serviceAccount, annotations: { [`${prefix}.kubernetes.io/windows-gmsa-config-map`]: name } });
 
   for (const prefix of ['pod.alpha', 'pod.beta']) {
     it(`${prefix} annotation: the ConfigMap key becomes the pod credential spec`, () => {
-      const result = admitPod(annotated('webserver-credspec', prefix), context());
+      const result = admitPod(annotated('webserver-credspec', prefix), kep());
       if (!result.allowed) throw result.error;
       expect(result.pod.spec!.securityContext!.windowsOptions!.gmsaCredentialSpec).to.equal('{"CmsPlugins":["ActiveDirectory"]}');
     });
@@ -279,38 +284,66 @@ describe('GMSA admission: the KEP ConfigMap design (GMSAAuthorizer)', () => {
   ];
   for (const r of refusals) {
     it(`refuses with ${r.code}: ${r.name}`, () => {
-      expect(rejection(r.pod, context(requestingUser(r.user ?? 'alice')))).to.deep.equal({ code: r.code, message: r.message });
+      expect(rejection(r.pod, kep(requestingUser(r.user ?? 'alice')))).to.deep.equal({ code: r.code, message: r.message });
     });
   }
+
+  it('means nothing under the shipped webhook design: the pod runs without a gMSA', () => {
+    const result = admitPod(annotated('webserver-credspec'), context());
+    if (!result.allowed) throw result.error;
+    expect(result.pod.spec!.securityContext?.windowsOptions).to.equal(undefined);
+  });
 });
 
-describe('GMSA admission: the 1.14 alpha annotations', () => {
-  it('pod-level name annotation is inlined like the field', () => {
-    const result = admitPod(makePod({ serviceAccount: 'web', annotations: { 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name': 'webapp' } }), context());
+// The alpha windows-gmsa webhook (admission-webhook/webhook.go before the GMSA fields, 1.14) and
+// the 1.14 kubelet's reading of its annotations, container before pod.
+describe('GMSA admission: the 1.14 alpha design (--gmsa-design alpha-1.14)', () => {
+  const alpha = () => context(requestingUser('alice'), cluster, 'alpha-1.14');
+  const podName = 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name';
+  const podContents = 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec';
+  const iisName = 'iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name';
+  const iisContents = 'iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec';
+
+  it('inlines the named resource into the contents annotation; the fields stay as they are', () => {
+    const result = admitPod(makePod({ serviceAccount: 'web', annotations: { [podName]: 'webapp', [iisName]: 'logger' } }), alpha());
     if (!result.allowed) throw result.error;
-    expect(result.pod.spec!.securityContext!.windowsOptions).to.deep.equal({ gmsaCredentialSpecName: 'webapp', gmsaCredentialSpec: webappJson });
+    expect(result.pod.metadata!.annotations![podContents]).to.equal(webappJson);
+    expect(result.pod.metadata!.annotations![iisContents]).to.equal(loggerJson);
+    expect(result.pod.spec!.securityContext?.windowsOptions).to.equal(undefined);
   });
 
-  it('container annotation applies to that container only', () => {
-    const result = admitPod(makePod({ serviceAccount: 'web', annotations: { 'iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name': 'logger' } }), context());
+  it('the kubelet reads the container annotation before the pod one', () => {
+    const result = admitPod(makePod({ serviceAccount: 'web', annotations: { [podName]: 'webapp', [iisName]: 'logger' } }), alpha());
     if (!result.allowed) throw result.error;
-    expect(result.pod.spec!.containers[0]!.securityContext!.windowsOptions!.gmsaCredentialSpec).to.equal(loggerJson);
-    expect(result.pod.spec!.containers[1]!.securityContext).to.equal(undefined);
+    const read = readAlphaCredentialSpecs(result.pod);
+    expect(read.spec!.containers.map((c) => c.securityContext?.windowsOptions?.gmsaCredentialSpec)).to.deep.equal([loggerJson, webappJson]);
+    expect(alphaCredentialSpecFor(result.pod, 'iis')).to.equal(loggerJson);
   });
 
-  it('contents annotation without a name is refused like the field', () => {
-    expect(rejection(makePod({ serviceAccount: 'web', annotations: { 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec': loggerJson } }))).to.deep.equal({
-      code: 422,
-      message: 'pod "web" has a GMSA cred spec set, but does not define the name of the corresponding resource',
+  const refusals: { name: string; annotations: Record<string, string>; serviceAccount?: string; code: number; message: string }[] = [
+    { name: 'a contents annotation set by the user', annotations: { [podContents]: loggerJson }, code: 403, message: `cannot pre-set a pod's gMSA content annotation (annotation ${podContents} present)` },
+    { name: 'a service account without use', annotations: { [iisName]: 'webapp' }, serviceAccount: 'batch', code: 403, message: 'the service account used for this pod does not have `use` access to the webapp gMSA cred spec' },
+    { name: 'a missing resource', annotations: { [podName]: 'nope' }, code: 404, message: 'cred spec nope does not exist' },
+  ];
+  for (const r of refusals) {
+    it(`refuses with ${r.code}: ${r.name}`, () => {
+      expect(rejection(makePod({ serviceAccount: r.serviceAccount ?? 'web', annotations: r.annotations }), alpha())).to.deep.equal({ code: r.code, message: r.message });
     });
+  }
+
+  it('refuses an update that changes a GMSA annotation', () => {
+    const old = makePod({ serviceAccount: 'web', annotations: { [podName]: 'webapp', [podContents]: webappJson } });
+    const updated = makePod({ serviceAccount: 'web', annotations: { [podName]: 'logger', [podContents]: webappJson } });
+    expect(() => validateGmsaAlphaWebhookUpdate(updated, old))
+      .to.throw(AdmissionError, `cannot update an existing pod's gMSA annotation (annotation ${podName} changed)`)
+      .with.property('code', 403);
+    expect(() => validateGmsaAlphaWebhookUpdate(old, old)).not.to.throw();
   });
 
-  it('an annotation that disagrees with the field is refused', () => {
-    const pod = makePod({ serviceAccount: 'web', pod: { gmsaCredentialSpecName: 'webapp' }, annotations: { 'pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name': 'logger' } });
-    expect(rejection(pod)).to.deep.equal({
-      code: 422,
-      message: 'pod "web": annotation "pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name" does not match windowsOptions.gmsaCredentialSpecName',
-    });
+  it('means nothing under the shipped webhook design', () => {
+    const result = admitPod(makePod({ serviceAccount: 'web', annotations: { [podName]: 'webapp' } }), context());
+    if (!result.allowed) throw result.error;
+    expect(result.pod.metadata!.annotations![podContents]).to.equal(undefined);
   });
 });
 

@@ -28,8 +28,8 @@ describe('kubectl texts for refusals', () => {
     },
     {
       name: '422 is Invalid',
-      error: new AdmissionError(422, 'pod "web": annotation "a" does not match windowsOptions.gmsaCredentialSpec', 'gmsa-alpha-annotations'),
-      expected: 'Error from server (Invalid): error when creating "p.yaml": pod "web": annotation "a" does not match windowsOptions.gmsaCredentialSpec',
+      error: new AdmissionError(422, 'the GMSA cred spec contents for pod "web" does not match the contents of GMSA ConfigMap "c" in namespace "apps"', 'GMSAAuthorizer'),
+      expected: 'Error from server (Invalid): error when creating "p.yaml": the GMSA cred spec contents for pod "web" does not match the contents of GMSA ConfigMap "c" in namespace "apps"',
     },
   ];
   for (const c of cases) it(c.name, () => expect(admissionErrorText(c.error, 'web', 'p.yaml')).to.equal(c.expected));
