@@ -7,6 +7,8 @@ import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /**
  * RemoveContainer: a running container is killed first; then the record, its reserved name and
@@ -14,7 +16,7 @@ import type { ContainerRecord } from './store/container-store.js';
  * the sandbox's log_directory belong to the kubelet and stay.
  */
 export async function removeContainer(ctx: RuntimeContext, req: RemoveContainerRequest__Output): Promise<RemoveContainerResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.find(req.container_id);
   if (container === undefined) return {};
   if (container.status.starting) throw new RuntimeError('FailedPrecondition', `container ${container.id} is starting: it cannot be removed now`);
@@ -39,3 +41,6 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
   ctx.logger.info({ containerId: container.id }, 'container removed');
   publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.DELETED);
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerRemoveRpcs = { RemoveContainer: removeContainer } satisfies RpcHandlers;

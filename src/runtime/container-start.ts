@@ -11,6 +11,8 @@ import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from './proc
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName, type ContainerRecord } from './store/container-store.js';
 import { SandboxState } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /** containerd's status for a container whose start failed. */
 export const START_ERROR_EXIT_CODE = 128;
@@ -22,7 +24,7 @@ export const START_ERROR_REASON = 'StartError';
  * StartError (as in containerd) and the error is returned.
  */
 export async function startContainer(ctx: RuntimeContext, req: StartContainerRequest__Output): Promise<StartContainerResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
   const { status } = container;
   if (status.removing) throw new RuntimeError('FailedPrecondition', `container ${container.id} is being removed`);
@@ -162,3 +164,6 @@ async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit:
   ctx.logger.info({ containerId: container.id, exitCode: exit.exitCode, signal: exit.signal }, 'container exited');
   publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STOPPED);
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerStartRpcs = { StartContainer: startContainer } satisfies RpcHandlers;
