@@ -274,12 +274,13 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       throw err;
     }
     ctx.containers.add(record);
-    cleanup.dismiss();
+    await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');
     publishEvent(ctx, id, sandbox.id, ContainerEventType.CREATED);
     return { container_id: id };
-  } finally {
-    await cleanup.unwind(ctx.logger);
+  } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    throw err;
   }
 }
 

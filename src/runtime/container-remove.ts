@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { RemoveContainerRequest__Output } from '../generated/runtime/v1/RemoveContainerRequest.js';
 import type { RemoveContainerResponse } from '../generated/runtime/v1/RemoveContainerResponse.js';
+import { CleanupStack } from './cleanup.js';
 import { forceStop } from './container-stop.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
@@ -26,15 +27,31 @@ export async function removeContainer(ctx: RuntimeContext, req: RemoveContainerR
 
 export async function removeContainerRecord(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
   if (ctx.containers.get(container.id) === undefined) return;
-  if (!container.status.removing) ctx.containers.updateStatus(container.id, (s) => ({ ...s, removing: true }));
-  await forceStop(ctx, container);
-  if (container.securityOptions.length > 0) {
-    // cri-dockerd: a credential spec that cannot be removed fails the removal, so the kubelet retries.
-    await ctx.windows.handoff.releaseOnRemove(container.securityOptions).catch((err: unknown) => {
-      throw withContext(err, `failed to remove the credential spec of container ${container.id}`);
+  const cleanup = new CleanupStack();
+  // A concurrent removal set the flag and resets it; this one resets only what it set, on every
+  // failure, so the container can be started or removed again (the kubelet retries).
+  if (!container.status.removing) {
+    ctx.containers.updateStatus(container.id, (s) => ({ ...s, removing: true }));
+    cleanup.defer('reset the removing flag', () => {
+      if (ctx.containers.get(container.id) !== undefined) ctx.containers.updateStatus(container.id, (s) => ({ ...s, removing: false }));
     });
   }
-  if (ctx.containers.delete(container.id) === undefined) return;
+  try {
+    await forceStop(ctx, container);
+    if (container.securityOptions.length > 0) {
+      // cri-dockerd: a credential spec that cannot be removed fails the removal, so the kubelet retries.
+      try {
+        await ctx.windows.handoff.releaseOnRemove(container.securityOptions);
+      } catch (err) {
+        throw withContext(err, `failed to remove the credential spec of container ${container.id}`);
+      }
+    }
+    if (ctx.containers.delete(container.id) === undefined) return;
+    await cleanup.done(ctx.logger);
+  } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    throw err;
+  }
   container.released();
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });

@@ -89,13 +89,14 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       status: { state: SandboxState.READY, stoppedAtNanos: 0n },
     };
     ctx.sandboxes.add(record);
-    cleanup.dismiss();
+    await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: id, name }, 'pod sandbox ready');
     publishEvent(ctx, id, id, ContainerEventType.CREATED);
     publishEvent(ctx, id, id, ContainerEventType.STARTED);
     return { pod_sandbox_id: id };
-  } finally {
-    await cleanup.unwind(ctx.logger);
+  } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    throw err;
   }
 }
 
