@@ -62,6 +62,9 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
       starting: false,
     }));
     container.live.watch(process, container, exitHandlerOf(ctx));
+    // Before any await: a process that exits at once must not have its STOPPED event first.
+    ctx.logger.info({ containerId: container.id }, 'container started');
+    publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
     await cleanup.done(ctx.logger);
   } catch (err) {
     await cleanup.unwind(ctx.logger, err);
@@ -73,8 +76,6 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   // on a microtask queued before these awaits, so what it printed at once (a banner) is queued in
   // the writer by now and goes out through that descriptor, before the response.
   writer.settleStart();
-  ctx.logger.info({ containerId: container.id }, 'container started');
-  publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
   return {};
 }
 
