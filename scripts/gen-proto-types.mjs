@@ -43,7 +43,7 @@ try {
 } catch {
   previous = undefined;
 }
-if (previous === stamp && existsSync(join(out, 'api.ts'))) process.exit(0);
+if (previous === stamp && existsSync(join(out, 'api.ts')) && existsSync(join(out, 'rpcs.ts'))) process.exit(0);
 
 rmSync(out, { recursive: true, force: true });
 const bin = join(root, 'node_modules', '.bin', 'proto-loader-gen-types');
