@@ -2,22 +2,14 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { ImageServiceHandlers } from '../generated/runtime/v1/ImageService.js';
-import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { CriBackend } from './backend.js';
 import type { CallContext, CallObserver } from './call.js';
-import { containerHandlers } from './containers.js';
 import { unixEndpoint, unixSocketPath } from './endpoint.js';
 import { ContainerEventStreams } from './events.js';
-import { execHandlers } from './exec.js';
-import { imageHandlers } from './images.js';
 import { withCachedListEncoding } from './list-encoding.js';
 import { CRI_MAX_MESSAGE_BYTES, imageServiceDefinition, runtimeServiceDefinition } from './proto.js';
-import { runtimeInfoHandlers } from './runtime-info.js';
-import { sandboxMetricsHandlers } from './sandbox-metrics.js';
-import { sandboxHandlers } from './sandboxes.js';
-import { statsHandlers } from './stats.js';
+import { serviceHandlers } from './service-handlers.js';
 
 /** Socket mode: owner and group may connect, like containerd's socket. */
 export const SOCKET_MODE = 0o660;
@@ -110,8 +102,8 @@ async function removeSocketFile(path: string): Promise<void> {
 export class CriServer {
   private readonly ctx: CallContext;
   private readonly events: ContainerEventStreams;
-  private readonly runtimeHandlers: RuntimeServiceHandlers;
-  private readonly imageHandlers: ImageServiceHandlers;
+  private readonly runtimeHandlers: grpc.UntypedServiceImplementation;
+  private readonly imageHandlers: grpc.UntypedServiceImplementation;
   private readonly shutdownTimeoutMs: number;
   private server: grpc.Server | undefined;
   private socketPath: string | undefined;
@@ -122,16 +114,8 @@ export class CriServer {
     this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     const runtime = options.runtime;
     this.events = new ContainerEventStreams(runtime, this.ctx);
-    this.runtimeHandlers = {
-      ...runtimeInfoHandlers(runtime, this.ctx),
-      ...sandboxHandlers(runtime, this.ctx),
-      ...containerHandlers(runtime, this.ctx),
-      ...execHandlers(runtime, this.ctx),
-      ...statsHandlers(runtime, this.ctx),
-      ...sandboxMetricsHandlers(runtime, this.ctx),
-      ...this.events.handlers(),
-    };
-    this.imageHandlers = imageHandlers(runtime, this.ctx);
+    this.runtimeHandlers = serviceHandlers(runtimeServiceDefinition(), runtime, this.ctx, this.events.handlers());
+    this.imageHandlers = serviceHandlers(imageServiceDefinition(), runtime, this.ctx);
   }
 
   /** The endpoint the server listens on, once listen() resolved. */

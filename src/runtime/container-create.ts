@@ -37,6 +37,8 @@ import { ContainerRecord, ProcessTable, type ContainerDerivation } from './store
 import { BoundedCache } from './store/bounded-cache.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import { validateLinuxContainerSecurity } from './validation/container-security.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /**
  * The process argv: the config's command replaces the image ENTRYPOINT, and its args replace
@@ -191,12 +193,14 @@ export const containerDerivation: ContainerDerivation = (() => {
  * OCI spec and records a CREATED container. Nothing is left behind when any step fails.
  */
 export async function createContainer(ctx: RuntimeContext, req: CreateContainerRequest__Output): Promise<CreateContainerResponse> {
-  if (req.pod_sandbox_id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  requireField(req.pod_sandbox_id, 'pod_sandbox_id');
   const config = req.config;
-  if (config === null) throw new RuntimeError('InvalidArgument', 'config is required');
-  if (config.metadata === null || config.metadata.name === '') throw new RuntimeError('InvalidArgument', 'config.metadata.name must not be empty');
+  // containerd v2.2.7, internal/cri/server/container_create.go (a missing config has no metadata either).
+  if (config === null || config.metadata === null) throw new RuntimeError('InvalidArgument', 'container config must include metadata');
+  // crictl refuses a ContainerStatus without metadata.name and image.image, so both are required.
+  requireField(config.metadata.name, 'config.metadata.name');
   const imageName = config.image?.image ?? '';
-  if (imageName === '') throw new RuntimeError('InvalidArgument', 'config.image.image must not be empty');
+  requireField(imageName, 'config.image.image');
 
   const sandbox = ctx.sandboxes.mustFind(req.pod_sandbox_id);
   if (sandbox.status.state !== SandboxState.READY) {
@@ -270,11 +274,15 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       throw err;
     }
     ctx.containers.add(record);
-    cleanup.dismiss();
+    await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');
     publishEvent(ctx, id, sandbox.id, ContainerEventType.CREATED);
     return { container_id: id };
-  } finally {
-    await cleanup.unwind(ctx.logger);
+  } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    throw err;
   }
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerCreateRpcs = { CreateContainer: createContainer } satisfies RpcHandlers;

@@ -5,6 +5,8 @@ import { RuntimeError } from './errors.js';
 import { CommandNotFoundError, SimulatedProcess } from './process/simulated-process.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName } from './store/container-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { nonNegativeSeconds, requireElements, requireField } from './validation/request.js';
 
 /** The most output ExecSync keeps per stream (the kubelet's limit is 16 MiB). */
 export const MAX_EXEC_OUTPUT_BYTES = 16 * 1024 * 1024;
@@ -18,12 +20,9 @@ const EXEC_CPU_LOAD = 0.05;
  * and the call fails with DeadlineExceeded.
  */
 export async function execSync(ctx: RuntimeContext, req: ExecSyncRequest__Output): Promise<ExecSyncResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
-  if (req.cmd.length === 0) throw new RuntimeError('InvalidArgument', 'cmd must not be empty');
-  const timeoutSeconds = Number(req.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
-    throw new RuntimeError('InvalidArgument', `timeout ${req.timeout} must be a non-negative number of seconds`);
-  }
+  requireField(req.container_id, 'container_id');
+  requireElements(req.cmd, 'cmd');
+  const timeoutSeconds = nonNegativeSeconds(req.timeout, 'timeout');
   const container = ctx.containers.mustFind(req.container_id);
   if (container.status.state !== ContainerState.RUNNING) {
     throw new RuntimeError('FailedPrecondition', `container ${container.id} is in ${containerStateName(container.status.state)} state: exec needs a running container`);
@@ -94,3 +93,6 @@ class BoundedBuffer {
     return Buffer.concat(this.chunks);
   }
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const execSyncRpcs = { ExecSync: execSync } satisfies RpcHandlers;

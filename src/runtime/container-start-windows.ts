@@ -1,3 +1,4 @@
+import type { CleanupStack } from './cleanup.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord, IdentitySource } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
@@ -13,11 +14,15 @@ import { credentialSpecFromSecurityOptions } from './windows/security-options.js
  * rules), validates the document, puts it in the OCI spec as `windows.credentialSpec`, and decides
  * the container's identity against the node's simulated AD (strict: AD failures fail the start;
  * realistic: they show in the identity commands). Throws the start error; the caller records it
- * on the container (EXITED, StartError) and releases the credential spec either way.
+ * on the container (EXITED, StartError). The credential spec's removal is declared on `cleanup`.
  */
-export async function prepareWindowsStart(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
+export async function prepareWindowsStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack): Promise<void> {
   const { windows } = ctx;
   const id = container.id;
+  // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
+  // has read it, it is removed while the log file opens; `cleanup` waits for that.
+  let released: Promise<void> | undefined;
+  cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   windows.checkFault('credential-spec-read', id);
   const credentialSpec = await credentialSpecFromSecurityOptions(windows.backendSecurityOptions(container.securityOptions, id), {
     containerId: id,
@@ -40,6 +45,7 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   container.startedWithIdentity(source);
   container.user = decision.identity.userName;
   windows.checkFault('process-start', id);
+  released = releaseCredentialSpecAfterStart(ctx, container);
 }
 
 /** The mock HCS's decision for a container: its identity against the node's simulated AD. */
@@ -84,7 +90,7 @@ export function windowsIdentity(container: ContainerRecord): ContainerIdentity |
  * value stays until RemoveContainer (cri-dockerd). A failed deletion is logged and retried by
  * RemoveContainer (and the next start-up sweep); it does not undo a started container.
  */
-export async function releaseCredentialSpecAfterStart(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
+async function releaseCredentialSpecAfterStart(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
   if (container.securityOptions.length === 0) return;
   try {
     await ctx.windows.handoff.releaseAfterStart(container.securityOptions);

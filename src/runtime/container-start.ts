@@ -3,7 +3,7 @@ import type { StartContainerResponse } from '../generated/runtime/v1/StartContai
 import { CleanupStack } from './cleanup.js';
 import { memoByObject } from './memo.js';
 import { executionTarget, processEnvironment } from './container-process.js';
-import { prepareWindowsStart, releaseCredentialSpecAfterStart } from './container-start-windows.js';
+import { prepareWindowsStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
@@ -11,6 +11,8 @@ import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from './proc
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName, type ContainerRecord } from './store/container-store.js';
 import { SandboxState } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /** containerd's status for a container whose start failed. */
 export const START_ERROR_EXIT_CODE = 128;
@@ -22,7 +24,7 @@ export const START_ERROR_REASON = 'StartError';
  * StartError (as in containerd) and the error is returned.
  */
 export async function startContainer(ctx: RuntimeContext, req: StartContainerRequest__Output): Promise<StartContainerResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
   const { status } = container;
   if (status.removing) throw new RuntimeError('FailedPrecondition', `container ${container.id} is being removed`);
@@ -37,55 +39,44 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   ctx.containers.updateStatus(container.id, (s) => ({ ...s, starting: true }));
 
   const cleanup = new CleanupStack();
-  let startError: unknown;
-  let released: Promise<void> | undefined;
+  // Resets `starting` too: a failed start leaves the container removable.
+  cleanup.defer('record the failed start', (err) => markStartFailed(ctx, container, err));
   let writer: CriLogWriter | undefined;
   try {
-    cleanup.defer('record the failed start', () => markStartFailed(ctx, container, startError));
-    try {
-      // Windows: the mock HCS reads and checks the credential spec and decides the identity.
-      if (container.os === 'windows') {
-        await prepareWindowsStart(ctx, container);
-        // HCS has read the credential spec: it is removed while the log file opens (the KEP only
-        // asks that it is gone once StartContainer returns; `finally` waits for it).
-        released = releaseCredentialSpecAfterStart(ctx, container);
-      }
-      writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
-      const opened = writer;
-      cleanup.defer('close the log file', () => opened.close());
-      const process = startInitProcess(ctx, container, writer);
-      cleanup.defer('kill the init process', () => process.kill('SIGKILL'));
-      container.live.logWriter = writer;
-      container.live.process = process;
-      const hostPid = ctx.nextHostPid();
-      ctx.containers.updateStatus(container.id, (s) => ({
-        ...s,
-        state: ContainerState.RUNNING,
-        startedAtNanos: process.startedAtNanos,
-        pid: hostPid,
-        starting: false,
-      }));
-      container.live.watch(process, container, exitHandlerOf(ctx));
-    } catch (err) {
-      startError = err;
-      throw err;
-    }
-    cleanup.dismiss();
+    // Windows: the mock HCS reads and checks the credential spec and decides the identity; the
+    // spec's removal is declared on `cleanup` (the KEP: gone once StartContainer returns).
+    if (container.os === 'windows') await prepareWindowsStart(ctx, container, cleanup);
+    writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
+    const opened = writer;
+    cleanup.defer('close the log file', () => opened.close());
+    const process = startInitProcess(ctx, container, writer);
+    cleanup.defer('kill the init process', () => process.kill('SIGKILL'));
+    container.live.logWriter = writer;
+    container.live.process = process;
+    const hostPid = ctx.nextHostPid();
+    ctx.containers.updateStatus(container.id, (s) => ({
+      ...s,
+      state: ContainerState.RUNNING,
+      startedAtNanos: process.startedAtNanos,
+      pid: hostPid,
+      starting: false,
+    }));
+    container.live.watch(process, container, exitHandlerOf(ctx));
+    // Before any await: a process that exits at once must not have its STOPPED event first.
     ctx.logger.info({ containerId: container.id }, 'container started');
     publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
-    return {};
+    await cleanup.done(ctx.logger);
   } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    writer?.settleStart();
     if (err instanceof RuntimeError) throw err;
     throw withContext(err, `failed to start container ${container.id}`);
-  } finally {
-    await cleanup.unwind(ctx.logger);
-    // The KEP: the credential spec file is deleted once StartContainer is done, started or not.
-    if (container.os === 'windows') await (released ?? releaseCredentialSpecAfterStart(ctx, container));
-    // A lone call's writer still holds the descriptor that created the file. The process started
-    // on a microtask queued before these awaits, so what it printed at once (a banner) is queued in
-    // the writer by now and goes out through that descriptor, before the response.
-    writer?.settleStart();
   }
+  // A lone call's writer still holds the descriptor that created the file. The process started
+  // on a microtask queued before these awaits, so what it printed at once (a banner) is queued in
+  // the writer by now and goes out through that descriptor, before the response.
+  writer.settleStart();
+  return {};
 }
 
 function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter): SimulatedProcess {
@@ -162,3 +153,6 @@ async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit:
   ctx.logger.info({ containerId: container.id, exitCode: exit.exitCode, signal: exit.signal }, 'container exited');
   publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STOPPED);
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerStartRpcs = { StartContainer: startContainer } satisfies RpcHandlers;

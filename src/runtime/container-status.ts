@@ -4,12 +4,13 @@ import type { ContainerStatusResponse } from '../generated/runtime/v1/ContainerS
 import type { ListContainersRequest__Output } from '../generated/runtime/v1/ListContainersRequest.js';
 import type { ListContainersResponse } from '../generated/runtime/v1/ListContainersResponse.js';
 import { containerInfo, toContainer, toContainerStatus } from './cri-views.js';
-import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { RecordFilter } from './store/record-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest__Output): ContainerStatusResponse {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
   const response: ContainerStatusResponse = { status: toContainerStatus(container) };
   if (req.verbose) response.info = containerInfo(container);
@@ -55,3 +56,6 @@ export function resolveSandboxId(ctx: RuntimeContext, idOrPrefix: string): strin
     return idOrPrefix;
   }
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerStatusRpcs = { ContainerStatus: containerStatus, ListContainers: listContainers } satisfies RpcHandlers;

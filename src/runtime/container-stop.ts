@@ -1,9 +1,10 @@
 import type { StopContainerRequest__Output } from '../generated/runtime/v1/StopContainerRequest.js';
 import type { StopContainerResponse } from '../generated/runtime/v1/StopContainerResponse.js';
-import { RuntimeError } from './errors.js';
 import { isKnownSignal, normaliseSignal } from './process/signals.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, type ContainerRecord } from './store/container-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { nonNegativeSeconds, requireField } from './validation/request.js';
 
 /** runtime.v1.Signal names by number (0 is RUNTIME_DEFAULT). */
 const CRI_SIGNALS = [
@@ -27,13 +28,10 @@ export function stopSignalOf(container: ContainerRecord): string {
  * then kills it. Idempotent: unknown, created and exited containers succeed unchanged.
  */
 export async function stopContainer(ctx: RuntimeContext, req: StopContainerRequest__Output): Promise<StopContainerResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
+  const timeoutSeconds = nonNegativeSeconds(req.timeout, 'timeout');
   const container = ctx.containers.find(req.container_id);
   if (container === undefined) return {};
-  const timeoutSeconds = Number(req.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
-    throw new RuntimeError('InvalidArgument', `timeout ${req.timeout} must be a non-negative number of seconds`);
-  }
   await stopWithTimeout(ctx, container, timeoutSeconds);
   return {};
 }
@@ -68,3 +66,6 @@ export async function stopWithTimeout(ctx: RuntimeContext, container: ContainerR
 export function forceStop(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
   return stopWithTimeout(ctx, container, 0);
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerStopRpcs = { StopContainer: stopContainer } satisfies RpcHandlers;

@@ -5,10 +5,12 @@ import type { UpdateContainerResourcesResponse } from '../generated/runtime/v1/U
 import { RuntimeError, withContext } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName } from './store/container-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /** UpdateContainerResources: created and running containers take new limits into their spec. */
 export function updateContainerResources(ctx: RuntimeContext, req: UpdateContainerResourcesRequest__Output): UpdateContainerResourcesResponse {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
   const state = container.status.state;
   if (state !== ContainerState.CREATED && state !== ContainerState.RUNNING) {
@@ -27,7 +29,7 @@ export function updateContainerResources(ctx: RuntimeContext, req: UpdateContain
  * file at the original path; that file exists when this returns.
  */
 export async function reopenContainerLog(ctx: RuntimeContext, req: ReopenContainerLogRequest__Output): Promise<ReopenContainerLogResponse> {
-  if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
   const writer = container.live.logWriter;
   if (container.status.state !== ContainerState.RUNNING || writer === undefined) {
@@ -40,3 +42,6 @@ export async function reopenContainerLog(ctx: RuntimeContext, req: ReopenContain
   }
   return {};
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const containerUpdateRpcs = { UpdateContainerResources: updateContainerResources, ReopenContainerLog: reopenContainerLog } satisfies RpcHandlers;

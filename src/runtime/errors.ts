@@ -1,6 +1,8 @@
 /**
  * Errors raised by the simulated runtime. They carry a CRI-level code so the gRPC edge
  * (src/cri) can map them to a status once, without the runtime knowing anything of gRPC.
+ * Every failure is written the one way, `new RuntimeError(code, message)`: the code is in view
+ * where the error is raised.
  */
 export type RuntimeErrorCode =
   | 'InvalidArgument'
@@ -32,6 +34,3 @@ export function withContext(err: unknown, context: string): RuntimeError {
   const message = err instanceof Error ? err.message : String(err);
   return new RuntimeError('Internal', `${context}: ${message}`, { cause: err });
 }
-
-export const invalidArgument = (message: string): RuntimeError => new RuntimeError('InvalidArgument', message);
-export const notFound = (message: string): RuntimeError => new RuntimeError('NotFound', message);

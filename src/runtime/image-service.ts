@@ -14,6 +14,8 @@ import { imageInfo, toImage } from './cri-views.js';
 import { RuntimeError } from './errors.js';
 import { formatReference, parseImageReference } from './images/reference.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /**
  * PullImage from the simulated registry. The reference is normalised (`busybox` →
@@ -22,7 +24,7 @@ import type { RuntimeContext } from './runtime-context.js';
  */
 export async function pullImage(ctx: RuntimeContext, req: PullImageRequest__Output): Promise<PullImageResponse> {
   const name = req.image?.image ?? '';
-  if (name === '') throw new RuntimeError('InvalidArgument', 'image.image must not be empty');
+  requireField(name, 'image.image');
   const ref = parseImageReference(name);
   const normalised = formatReference(ref);
   const found = ctx.registry.resolve(normalised);
@@ -43,7 +45,7 @@ export async function pullImage(ctx: RuntimeContext, req: PullImageRequest__Outp
 /** ImageStatus by id, tag or digest; an image that is not present is no error, just no image. */
 export function imageStatus(ctx: RuntimeContext, req: ImageStatusRequest__Output): ImageStatusResponse {
   const name = req.image?.image ?? '';
-  if (name === '') throw new RuntimeError('InvalidArgument', 'image.image must not be empty');
+  requireField(name, 'image.image');
   const image = ctx.images.resolve(name);
   if (image === undefined) return {};
   const response: ImageStatusResponse = { image: toImage(image) };
@@ -62,7 +64,7 @@ export function listImages(ctx: RuntimeContext, req: ListImagesRequest__Output):
 /** RemoveImage by id, tag or digest removes the image with all its tags; absent images succeed. */
 export function removeImage(ctx: RuntimeContext, req: RemoveImageRequest__Output): RemoveImageResponse {
   const name = req.image?.image ?? '';
-  if (name === '') throw new RuntimeError('InvalidArgument', 'image.image must not be empty');
+  requireField(name, 'image.image');
   const image = ctx.images.resolve(name);
   if (image !== undefined) {
     ctx.images.remove(image.id);
@@ -92,3 +94,6 @@ export function imageFsInfo(ctx: RuntimeContext): ImageFsInfoResponse {
     }],
   };
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const imageServiceRpcs = { ListImages: listImages, ImageStatus: imageStatus, PullImage: pullImage, RemoveImage: removeImage, ImageFsInfo: imageFsInfo } satisfies RpcHandlers;

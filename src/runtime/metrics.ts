@@ -6,6 +6,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import { containerCpu, containerWorkingSet } from './stats.js';
 import { ContainerState } from './store/container-store.js';
 import { SandboxState } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
 
 /** runtime.v1.MetricType */
 const COUNTER = 0 as const;
@@ -53,3 +54,6 @@ export function listPodSandboxMetrics(ctx: RuntimeContext): ListPodSandboxMetric
     })),
   };
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const metricsRpcs = { ListMetricDescriptors: listMetricDescriptors, ListPodSandboxMetrics: listPodSandboxMetrics } satisfies RpcHandlers;

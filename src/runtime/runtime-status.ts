@@ -5,6 +5,7 @@ import type { UpdateRuntimeConfigRequest__Output } from '../generated/runtime/v1
 import type { UpdateRuntimeConfigResponse } from '../generated/runtime/v1/UpdateRuntimeConfigResponse.js';
 import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { RpcHandlers } from './rpc.js';
 
 /** Status: RuntimeReady and NetworkReady (critest and crictl need both, true). */
 export function status(ctx: RuntimeContext, req: StatusRequest__Output): StatusResponse {
@@ -77,3 +78,6 @@ export function allocatePodIp(ctx: RuntimeContext): string {
   const ip = (Math.floor(base / size) * size + (host % size)) >>> 0;
   return [24, 16, 8, 0].map((s) => (ip >>> s) & 255).join('.');
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const runtimeStatusRpcs = { Status: status, RuntimeConfig: runtimeConfig, UpdateRuntimeConfig: updateRuntimeConfig } satisfies RpcHandlers;

@@ -13,6 +13,8 @@ import { ProcessTable } from './process/process-table.js';
 import { allocatePodIp } from './runtime-status.js';
 import { windowsSandboxPlatform, windowsSandboxSpecOpts } from './sandbox-run-windows.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /** Where a sandbox's container logs go when its config names no log_directory. */
 export const runtimeLogDirectory = (ctx: RuntimeContext, sandboxId: string): string => join(ctx.settings.stateDir, 'pods', sandboxId);
@@ -30,12 +32,14 @@ function pauseNamespace(sandboxId: string, argv: string[], now: bigint): Process
  */
 export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxRequest__Output): Promise<RunPodSandboxResponse> {
   const config = req.config;
-  if (config === null) throw new RuntimeError('InvalidArgument', 'config is required');
+  // containerd v2.2.7, internal/cri/server/sandbox_run.go (a missing config has no metadata either).
+  if (config === null || config.metadata === null) throw new RuntimeError('InvalidArgument', 'sandbox config must include metadata');
   const metadata = config.metadata;
-  if (metadata === null) throw new RuntimeError('InvalidArgument', 'config.metadata is required');
-  for (const field of ['name', 'namespace', 'uid'] as const) {
-    if (metadata[field] === '') throw new RuntimeError('InvalidArgument', `config.metadata.${field} must not be empty`);
-  }
+  // The metadata is the pod's identity: crictl refuses a PodSandboxStatus without name,
+  // namespace and uid, so a sandbox is never created without them.
+  requireField(metadata.name, 'config.metadata.name');
+  requireField(metadata.namespace, 'config.metadata.namespace');
+  requireField(metadata.uid, 'config.metadata.uid');
   if (!ctx.settings.runtimeHandlers.includes(req.runtime_handler)) {
     throw new RuntimeError('InvalidArgument', `runtime_handler "${req.runtime_handler}": no runtime for this handler is configured`);
   }
@@ -85,12 +89,16 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       status: { state: SandboxState.READY, stoppedAtNanos: 0n },
     };
     ctx.sandboxes.add(record);
-    cleanup.dismiss();
+    await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: id, name }, 'pod sandbox ready');
     publishEvent(ctx, id, id, ContainerEventType.CREATED);
     publishEvent(ctx, id, id, ContainerEventType.STARTED);
     return { pod_sandbox_id: id };
-  } finally {
-    await cleanup.unwind(ctx.logger);
+  } catch (err) {
+    await cleanup.unwind(ctx.logger, err);
+    throw err;
   }
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const sandboxRunRpcs = { RunPodSandbox: runPodSandbox } satisfies RpcHandlers;

@@ -7,12 +7,13 @@ import type { UpdatePodSandboxResourcesRequest__Output } from '../generated/runt
 import type { UpdatePodSandboxResourcesResponse } from '../generated/runtime/v1/UpdatePodSandboxResourcesResponse.js';
 import { nanosToWire } from './clock.js';
 import { sandboxInfo, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './cri-views.js';
-import { RuntimeError } from './errors.js';
 import { recordFilter } from './container-status.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 function mustFindSandbox(ctx: RuntimeContext, id: string) {
-  if (id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  requireField(id, 'pod_sandbox_id');
   return ctx.sandboxes.mustFind(id);
 }
 
@@ -42,3 +43,6 @@ export function updatePodSandboxResources(ctx: RuntimeContext, req: UpdatePodSan
   sandbox.resources = { overhead: req.overhead, resources: req.resources };
   return {};
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const sandboxStatusRpcs = { PodSandboxStatus: podSandboxStatus, ListPodSandbox: listPodSandbox, UpdatePodSandboxResources: updatePodSandboxResources } satisfies RpcHandlers;

@@ -5,14 +5,15 @@ import type { StopPodSandboxRequest__Output } from '../generated/runtime/v1/Stop
 import type { StopPodSandboxResponse } from '../generated/runtime/v1/StopPodSandboxResponse.js';
 import { removeContainerRecord } from './container-remove.js';
 import { forceStop } from './container-stop.js';
-import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { runtimeLogDirectory } from './sandbox-run.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 function findSandbox(ctx: RuntimeContext, id: string): SandboxRecord | undefined {
-  if (id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  requireField(id, 'pod_sandbox_id');
   return ctx.sandboxes.find(id);
 }
 
@@ -55,3 +56,6 @@ export async function removePodSandbox(ctx: RuntimeContext, req: RemovePodSandbo
   publishEvent(ctx, sandbox.id, sandbox.id, ContainerEventType.DELETED);
   return {};
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const sandboxStopRpcs = { StopPodSandbox: stopPodSandbox, RemovePodSandbox: removePodSandbox } satisfies RpcHandlers;

@@ -11,10 +11,11 @@ import type { PodSandboxStatsRequest__Output } from '../generated/runtime/v1/Pod
 import type { PodSandboxStatsResponse } from '../generated/runtime/v1/PodSandboxStatsResponse.js';
 import { nanosToWire } from './clock.js';
 import { recordFilter } from './container-status.js';
-import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, type ContainerRecord } from './store/container-store.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
+import type { RpcHandlers } from './rpc.js';
+import { requireField } from './validation/request.js';
 
 /**
  * Simulated resource usage. CPU time grows with the time the init process has run times its
@@ -95,7 +96,7 @@ export function buildContainerStats(ctx: RuntimeContext, container: ContainerRec
 }
 
 function mustFindContainer(ctx: RuntimeContext, id: string): ContainerRecord {
-  if (id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
+  requireField(id, 'container_id');
   return ctx.containers.mustFind(id);
 }
 
@@ -165,7 +166,7 @@ export function buildPodSandboxStats(ctx: RuntimeContext, sandbox: SandboxRecord
 }
 
 export function podSandboxStats(ctx: RuntimeContext, req: PodSandboxStatsRequest__Output): PodSandboxStatsResponse {
-  if (req.pod_sandbox_id === '') throw new RuntimeError('InvalidArgument', 'pod_sandbox_id must not be empty');
+  requireField(req.pod_sandbox_id, 'pod_sandbox_id');
   return { stats: buildPodSandboxStats(ctx, ctx.sandboxes.mustFind(req.pod_sandbox_id)) };
 }
 
@@ -176,3 +177,6 @@ export function listPodSandboxStats(ctx: RuntimeContext, req: ListPodSandboxStat
   const sandboxes = ctx.sandboxes.list(filter);
   return { stats: sandboxes.map((s) => buildPodSandboxStats(ctx, s)) };
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const statsRpcs = { ContainerStats: containerStats, ListContainerStats: listContainerStats, PodSandboxStats: podSandboxStats, ListPodSandboxStats: listPodSandboxStats } satisfies RpcHandlers;

@@ -1,6 +1,7 @@
 import type { VersionRequest__Output } from '../generated/runtime/v1/VersionRequest.js';
 import type { VersionResponse } from '../generated/runtime/v1/VersionResponse.js';
 import type { RuntimeContext } from './runtime-context.js';
+import type { RpcHandlers } from './rpc.js';
 
 /** The CRI API version this runtime speaks (VersionResponse.runtime_api_version). */
 export const CRI_API_VERSION = 'v1';
@@ -14,3 +15,6 @@ export function version(ctx: RuntimeContext, _req: VersionRequest__Output): Vers
     runtime_api_version: CRI_API_VERSION,
   };
 }
+
+/** The RPCs this file serves (see rpc.ts). */
+export const versionRpcs = { Version: version } satisfies RpcHandlers;

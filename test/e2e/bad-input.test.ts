@@ -112,7 +112,8 @@ describe('bad input over the CRI socket', function () {
   const cases: BadCase[] = [
     // RunPodSandbox: the sandbox metadata is the pod's identity.
     { what: 'no config', service: 'runtime', method: 'RunPodSandbox', request: () => ({}), code: INVALID, names: /config/ },
-    { what: 'no config.metadata', service: 'runtime', method: 'RunPodSandbox', request: () => ({ config: { labels: { a: 'b' } } }), code: INVALID, names: /config\.metadata/ },
+    // containerd v2.2.7 internal/cri/server/sandbox_run.go
+    { what: 'no config.metadata', service: 'runtime', method: 'RunPodSandbox', request: () => ({ config: { labels: { a: 'b' } } }), code: INVALID, names: /^sandbox config must include metadata$/ },
     { what: 'empty metadata.name', service: 'runtime', method: 'RunPodSandbox', request: () => ({ config: { metadata: { name: '', namespace: 'ns', uid: 'u' } } }), code: INVALID, names: /metadata\.name/ },
     { what: 'empty metadata.namespace', service: 'runtime', method: 'RunPodSandbox', request: () => ({ config: { metadata: { name: 'n', namespace: '', uid: 'u' } } }), code: INVALID, names: /metadata\.namespace/ },
     { what: 'empty metadata.uid', service: 'runtime', method: 'RunPodSandbox', request: () => ({ config: { metadata: { name: 'n', namespace: 'ns', uid: '' } } }), code: INVALID, names: /metadata\.uid/ },
@@ -127,7 +128,8 @@ describe('bad input over the CRI socket', function () {
     { what: 'empty pod_sandbox_id', service: 'runtime', method: 'CreateContainer', request: () => ({ ...container({ metadata: { name: 'c' }, image: { image: BUSYBOX } }), pod_sandbox_id: '' }), code: INVALID, names: POD_ID },
     { what: 'unknown pod_sandbox_id', service: 'runtime', method: 'CreateContainer', request: () => ({ ...container({ metadata: { name: 'c' }, image: { image: BUSYBOX } }), pod_sandbox_id: UNKNOWN_ID }), code: NOT_FOUND, names: UNKNOWN },
     { what: 'no config', service: 'runtime', method: 'CreateContainer', request: () => ({ pod_sandbox_id: podId }), code: INVALID, names: /config/ },
-    { what: 'no config.metadata', service: 'runtime', method: 'CreateContainer', request: () => container({ image: { image: BUSYBOX } }), code: INVALID, names: /config\.metadata/ },
+    // containerd v2.2.7 internal/cri/server/container_create.go
+    { what: 'no config.metadata', service: 'runtime', method: 'CreateContainer', request: () => container({ image: { image: BUSYBOX } }), code: INVALID, names: /^container config must include metadata$/ },
     { what: 'empty config.metadata.name', service: 'runtime', method: 'CreateContainer', request: () => container({ metadata: { name: '' }, image: { image: BUSYBOX } }), code: INVALID, names: /metadata\.name/ },
     { what: 'no config.image', service: 'runtime', method: 'CreateContainer', request: () => container({ metadata: { name: 'c' } }), code: INVALID, names: /config\.image/ },
     { what: 'empty config.image.image', service: 'runtime', method: 'CreateContainer', request: () => container({ metadata: { name: 'c' }, image: { image: '' } }), code: INVALID, names: /image\.image/ },

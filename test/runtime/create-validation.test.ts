@@ -139,6 +139,6 @@ describe('runtime: create-time validation', () => {
     const sb = await runSandbox(fx.runtime);
     const noName = await rejection(createContainer(fx.runtime, sb, { command: ['top'] }, ''));
     expect(noName.code).to.equal('InvalidArgument');
-    expect(noName.message).to.equal('config.image.image must not be empty');
+    expect(noName.message).to.equal('config.image.image is required'); // our own wording (src/runtime/validation/request.ts)
   });
 });
