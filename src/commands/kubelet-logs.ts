@@ -74,11 +74,14 @@ export async function kubeletLogs(args: string[], flags: LogsFlags, command: Com
     const container = containerName(view, flags.container, io, (c) => `container ${c} is not valid for pod ${view.row.name}`);
     const [current, previous] = attempts(view, container);
     const target = flags.previous === true ? previous : current;
-    if (target === undefined) {
-      if (flags.previous === true) throw new Error(`Error from server (BadRequest): previous terminated container ${JSON.stringify(container)} in pod ${JSON.stringify(view.row.name)} not found`);
-      const status = [...view.status.containerStatuses, ...(view.status.initContainerStatuses ?? [])].find((s) => s.name === container);
-      const reason = status?.state.waiting?.reason ?? 'ContainerCreating';
-      throw new Error(`Error from server (BadRequest): container ${JSON.stringify(container)} in pod ${JSON.stringify(view.row.name)} is waiting to start: ${reason}`);
+    if (flags.previous === true && target === undefined) {
+      throw new Error(`Error from server (BadRequest): previous terminated container ${JSON.stringify(container)} in pod ${JSON.stringify(view.row.name)} not found`);
+    }
+    // The kubelet's validateContainerLogStatus: a container that never ran has no log to show.
+    const status = [...view.status.containerStatuses, ...(view.status.initContainerStatuses ?? [])].find((s) => s.name === container);
+    const waiting = status?.state.waiting;
+    if (target === undefined || (flags.previous !== true && waiting !== undefined && status?.lastState.terminated === undefined)) {
+      throw new Error(`Error from server (BadRequest): container ${JSON.stringify(container)} in pod ${JSON.stringify(view.row.name)} is waiting to start: ${waiting?.reason ?? 'ContainerCreating'}`);
     }
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
