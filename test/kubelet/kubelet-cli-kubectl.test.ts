@@ -210,21 +210,46 @@ describe('cri-winsim kubelet: kubectl-like get, logs and exec, and the CI report
     expect(r.stdout).to.equal('NAME                      CONTAINERS   X\nwebapp-gmsa               iis,logger   <none>\nwebapp-invalid-credspec   iis          <none>\n');
   });
 
-  it('-w prints the list, then each change (a deleted pod once more) until --timeout', async () => {
-    const watch = runKubelet(['get', 'pods', '-A', '-w', '--timeout', '6s', '--container-runtime-endpoint', rt.endpoint]);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    const del = await k('delete', 'webapp-invalid-credspec', '-n', 'contoso-apps', '--grace-period', '0');
-    expect(del.code, del.stderr).to.equal(0);
-    const r = await watch;
-    expect(r.code, r.stderr).to.equal(0);
-    const lines = r.stdout.trimEnd().split('\n');
+  it('-w prints the list, then each change (a deleted pod once more), and stops on Ctrl-C with exit 0', async () => {
+    const child = spawn(process.execPath, [cliPath, 'kubelet', 'get', 'pods', '-A', '-w', '--container-runtime-endpoint', rt.endpoint], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let seen: () => void = () => {};
+    let wanted = (_: string): boolean => false;
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      if (wanted(out)) seen();
+    });
+    child.stderr.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const until = (check: (text: string) => boolean, what: string): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ${what} within 30 s:\n${out}`)), 30_000);
+        seen = () => { clearTimeout(timer); resolve(); };
+        wanted = check;
+        if (check(out)) seen();
+      });
+    try {
+      await until((t) => t.split('\n').length > 4, 'initial list');
+      const del = await k('delete', 'webapp-invalid-credspec', '-n', 'contoso-apps', '--grace-period', '0');
+      expect(del.code, del.stderr).to.equal(0);
+      await until((t) => t.trimEnd().split('\n').length > 4, 'line for the deleted pod');
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).to.equal(0);
+    const lines = out.trimEnd().split('\n');
     expect(lines[0]).to.match(/^NAMESPACE +NAME +READY/);
     expect(lines.slice(1, 4).map((l) => l.split(/ +/)[1])).to.deep.equal(['webapp-gmsa', 'webapp-invalid-credspec', 'run-as-username-pod-demo']);
     // Its changes while it stops (kubectl's MODIFIED events), then its last state (DELETED).
-    expect(lines.length).to.be.greaterThan(4);
     expect(new Set(lines.slice(4).map((l) => l.split(/ +/)[1]))).to.deep.equal(new Set(['webapp-invalid-credspec']));
     // The remembered widths of cli-runtime's tabwriter: the late row lines up with the first ones.
     expect(lines[4]!.indexOf('0/1')).to.equal(lines[0]!.indexOf('READY'));
+  });
+
+  it('-w --timeout ends the watch by itself, exit 0', async () => {
+    const r = await k('get', 'pods', '-w', '--timeout', '1s');
+    expect([r.code, r.stderr]).to.deep.equal([0, '']);
+    expect(r.stdout).to.match(/^NAME +READY +STATUS +RESTARTS +AGE\nrun-as-username-pod-demo /);
   });
 
   it('logs: the container\'s output, --tail, --timestamps; the first container of several with a note', async () => {
@@ -249,6 +274,20 @@ describe('cri-winsim kubelet: kubectl-like get, logs and exec, and the CI report
     expect(gmsa.stdout).to.contain('contoso.com. (1)');
     const failing = await k('exec', 'run-as-username-pod-demo', '--', 'cmd', '/c', 'exit 3');
     expect([failing.code, failing.stderr]).to.deep.equal([3, 'command terminated with exit code 3\n']);
+  });
+
+  it('logs -f follows the log until the container exits', async () => {
+    const file = join(rt.dir, 'once.yaml');
+    await writeFile(
+      file,
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: once\nspec:\n  restartPolicy: Never\n  containers:\n    - name: app\n' +
+        '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022\n      command: ["cmd", "/c", "ping -n 3 localhost"]\n',
+    );
+    const started = await k('run', file, '--cluster', cluster);
+    expect(started.code, started.stderr).to.equal(0);
+    const follow = await k('logs', 'once', '-f');
+    expect(follow.code, follow.stderr).to.equal(0);
+    expect(follow.stdout.match(/Reply from/g)).to.have.length(3);
   });
 });
 
