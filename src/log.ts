@@ -53,9 +53,17 @@ export function redactCredentialSpecs(object: Record<string, unknown>): Record<s
   return censored(object, REDACT_DEPTH) as Record<string, unknown>;
 }
 
+/** `json`: one pino JSON line per entry, level by name; `text`: the kubelet's klog lines. */
+export type LogFormat = 'json' | 'text';
+
 export interface LoggerSettings {
   level?: string;
   name?: string;
+  /**
+   * `text` writes klog lines (`I1125 16:30:34.123456   12345 kubelet.js:310] "msg" key="value"`,
+   * unbatched); `json` pino lines. Undefined: JSON, or pretty when `pretty` says so.
+   */
+  format?: LogFormat;
   /** Force pretty (true) or JSON (false) output; by default pretty only when stderr is a terminal. */
   pretty?: boolean;
   /**
@@ -73,14 +81,18 @@ const BATCH_FLUSH_MS = 100;
 /** pino's level number of `error`: lines at this level or above are written at once. */
 const IMMEDIATE_LEVEL = 50;
 
-/** The project's logger: pino JSON on stderr, pretty in a terminal, credential specs redacted. */
+/**
+ * The project's logger: pino JSON on stderr (levels by name, `"level":"info"`), pretty in a
+ * terminal, or klog text; credential specs redacted in every format.
+ */
 export function createLogger(settings: LoggerSettings = {}): Logger {
   const options: LoggerOptions = {
     level: settings.level ?? process.env.CRI_WINSIM_LOG_LEVEL ?? 'info',
-    formatters: { log: redactCredentialSpecs },
+    formatters: { log: redactCredentialSpecs, level: (label) => ({ level: label }) },
   };
   if (settings.name !== undefined) options.name = settings.name;
-  const pretty = settings.pretty ?? process.stderr.isTTY === true;
+  if (settings.format === 'text') return klogLogger(options);
+  const pretty = settings.format === 'json' ? false : (settings.pretty ?? process.stderr.isTTY === true);
   if (pretty) {
     return pino({
       ...options,
@@ -196,6 +208,80 @@ function writeAllSync(fd: number, text: string): void {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
     }
   }
+}
+
+// ---- klog text ----
+
+/** pino's level numbers → klog's severity letters (klog has no debug/trace: they are V-levels of I). */
+function severity(level: string): string {
+  return level === 'fatal' ? 'F' : level === 'error' ? 'E' : level === 'warn' ? 'W' : 'I';
+}
+
+/** Keys of a pino line that the klog header carries (or klog has no place for). */
+const HEADER_KEYS: ReadonlySet<string> = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'caller', 'name']);
+
+/** A value as klog's text format prints it: strings quoted, numbers and booleans bare, the rest as JSON. */
+function klogValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null || value === undefined) return '<nil>';
+  const err = value as { type?: unknown; message?: unknown; stack?: unknown };
+  if (typeof err.message === 'string' && typeof err.stack === 'string') return JSON.stringify(err.message); // pino's serialized Error
+  return JSON.stringify(value);
+}
+
+const two = (n: number): string => String(n).padStart(2, '0');
+
+/**
+ * One pino JSON line as klog's text header and structured pairs (k8s.io/klog/v2 v2.130.1,
+ * `Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg`, the pid space-padded to 7): `I1125
+ * 16:30:34.123456   12345 kubelet.js:310] "watching" dir="/x"`. The time is local, as klog's.
+ */
+export function klogLine(json: string): string {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json;
+  }
+  const time = new Date(typeof entry['time'] === 'number' ? entry['time'] : Date.now());
+  const micros = String(time.getMilliseconds() * 1000).padStart(6, '0');
+  const header =
+    `${severity(String(entry['level']))}${two(time.getMonth() + 1)}${two(time.getDate())} ` +
+    `${two(time.getHours())}:${two(time.getMinutes())}:${two(time.getSeconds())}.${micros} ` +
+    `${String(entry['pid'] ?? process.pid).padStart(7, ' ')} ${typeof entry['caller'] === 'string' ? entry['caller'] : '???:1'}] `;
+  const pairs = Object.entries(entry)
+    .filter(([key]) => !HEADER_KEYS.has(key))
+    .map(([key, value]) => ` ${key}=${klogValue(value)}`)
+    .join('');
+  return `${header}${JSON.stringify(String(entry['msg'] ?? ''))}${pairs}\n`;
+}
+
+/** The file:line that called the logger, from a stack taken in pino's mixin (text format only). */
+function callerOf(stack: string | undefined): string | undefined {
+  for (const frame of (stack ?? '').split('\n').slice(1)) {
+    const m = /\(?(?:file:\/\/)?([^()\s]+):(\d+):\d+\)?$/.exec(frame.trim());
+    if (m === null) continue;
+    const file = m[1]!;
+    if (file.includes('/node_modules/') || file.startsWith('node:') || /\/log\.[jt]s$/.test(file)) continue;
+    return `${file.slice(file.lastIndexOf('/') + 1)}:${m[2]}`;
+  }
+  return undefined;
+}
+
+function klogLogger(options: LoggerOptions): Logger {
+  // Synchronous: text is for people reading a terminal or a file, in order, not for load.
+  const out = pino.destination({ fd: STDERR_FD, sync: true });
+  return pino(
+    {
+      ...options,
+      mixin: () => {
+        const caller = callerOf(new Error().stack);
+        return caller === undefined ? {} : { caller };
+      },
+    },
+    { write: (line: string) => out.write(klogLine(line)), flush: (cb?: (err?: Error) => void) => { out.flushSync(); cb?.(); } } as unknown as NodeJS.WritableStream,
+  );
 }
 
 /** A logger that writes nothing, for library use and tests. */

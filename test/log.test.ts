@@ -82,7 +82,7 @@ describe('logging (src/log.ts)', () => {
         const seen = lines(result.stderr);
         expect(seen.map((l) => l['i'])).to.deep.equal(Array.from({ length: 3000 }, (_, i) => i));
         expect(new Set(seen.map((l) => l['credential_spec']))).to.deep.equal(new Set([CENSOR]));
-        expect(seen[0]).to.include({ level: 30, name: 'cri-winsim', msg: 'line' });
+        expect(seen[0]).to.include({ level: 'info', name: 'cri-winsim', msg: 'line' });
       });
     }
 

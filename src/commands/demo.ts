@@ -1,14 +1,17 @@
 import { Command, Option } from 'commander';
 import type { AdMode } from '../demo/example-manifest.js';
+import { withExamples } from './help-examples.js';
+import { addLogFlags, logSettings } from './log-flags.js';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 interface DemoCommandOptions {
   keep?: boolean;
   example?: string;
   node?: string;
   adMode?: AdMode;
-  logLevel: string;
+  v?: string;
+  logLevel?: string;
+  loggingFormat?: 'json' | 'text';
   wide?: boolean;
 }
 
@@ -18,7 +21,7 @@ function terminalWidth(): number | undefined {
 }
 
 export function demoCommand(): Command {
-  return new Command('demo')
+  const command = new Command('demo')
     .description(
       'Run the bundled examples on a simulated Windows node: a runtime on a temporary socket, the fake kubelet, a result table (exit 0 when every outcome is the expected one)',
     )
@@ -26,14 +29,15 @@ export function demoCommand(): Command {
     .option('--example <path>', 'run this example (an expect.yaml or its directory, e.g. examples/stories/hostprocess) instead of the bundled demo')
     .option('--node <file>', "node file (default: the example's, else the embedded WINNODE1)")
     .addOption(new Option('--ad-mode <mode>', "override the example's AD mode").choices(['strict', 'realistic']))
-    .addOption(new Option('--log-level <level>', "level of the runtime's own log on stderr").choices(LOG_LEVELS).default('silent'))
-    .option('--wide', 'never cut the MESSAGE column to fit the terminal')
+    .option('--wide', 'never cut the MESSAGE column to fit the terminal');
+  addLogFlags(command, 'silent')
     .action(async (options: DemoCommandOptions) => {
       const { runDemo } = await import('../demo/demo-session.js');
       const width = options.wide === true ? undefined : terminalWidth();
       const result = await runDemo({
         keep: options.keep === true,
-        logLevel: options.logLevel,
+        logLevel: logSettings(options, 'silent').level,
+        ...(options.loggingFormat === undefined ? {} : { logFormat: options.loggingFormat }),
         ...(options.example === undefined ? {} : { example: options.example }),
         ...(options.node === undefined ? {} : { node: options.node }),
         ...(options.adMode === undefined ? {} : { adMode: options.adMode }),
@@ -41,4 +45,8 @@ export function demoCommand(): Command {
       });
       process.exitCode = result.exitCode;
     });
+  return withExamples(command, [
+    ['Run the bundled demo; exit 0 when every outcome is the expected one', 'cri-winsim demo'],
+    ['Run another example, keeping the runtime up to explore it with crictl', 'cri-winsim demo --example examples/stories/hostprocess --keep'],
+  ]);
 }

@@ -1,109 +1,56 @@
 /**
  * `cri-winsim kubelet`: the fake kubelet's command line.
  *
- *   kubelet run POD.yaml… (--cluster DIR | --kubeconfig FILE) [--as USER --as-group G] [-o wide|yaml|json] [--wait-ready]
+ *   kubelet run POD.yaml… (--cluster DIR | --kubeconfig FILE) [-o …] [--wait-ready [--timeout 60s]]
+ *               [--report junit=FILE|json=FILE] ;  kubelet run --expect expect.yaml
  *   kubelet --pod-manifest-path DIR (--cluster DIR | --kubeconfig FILE)   the static-pod sync loop, until SIGTERM/SIGINT
- *   kubelet get [pods] [NAME…] [-n NS] [-o wide|yaml|json]
- *   kubelet delete NAME… | --all [-n NS]
- *   kubelet describe NAME [-n NS]
+ *   kubelet get [pods] [NAME…] [-n NS | -A] [-l SELECTOR] [-o …] [-w [--timeout D]]
+ *   kubelet describe NAME [-n NS];  kubelet delete NAME… | --all | -l SELECTOR [-n NS]
+ *   kubelet logs POD [-c CTR] [-f] [--tail N] [--timestamps] [--previous];  kubelet exec POD [-c CTR] -- CMD…
  *
- * All talk to the runtime over CRI only (--runtime-endpoint). What the runtime cannot tell (the
- * admitted spec, why a container never started, events) is kept under --root-dir, which defaults
- * to a `kubelet` directory beside the runtime's socket, so the commands find each other's pods.
- * Exit status: 0 when every pod is running or completed, 1 when a file, an admission or a pod failed.
+ * Flags are the kubelet's (--container-runtime-endpoint, --runtime-request-timeout,
+ * --hostname-override; src/commands/kubelet-flags.ts). All talk to the runtime over CRI only.
+ * What the runtime cannot tell (the admitted spec, why a container never started, events) is kept
+ * under --root-dir, which defaults to a `kubelet` directory beside the runtime's socket, so the
+ * commands find each other's pods. Exit status (docs/cli.md): 0 every pod running or completed
+ * (with --expect: every expectation held), 1 a file, an admission, a pod or an expectation
+ * failed, 2 the command line is wrong.
  */
-import { readdir, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { unixSocketPath } from '../cri/endpoint.js';
-import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { createLogger } from '../log.js';
-import { defaultGmsaDesign, defaultRequestingUser, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
-import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../kubelet/cluster.js';
+import { loadExampleManifest, ExampleManifestError, type ExampleManifest } from '../demo/example-manifest.js';
+import { runExample, type ExampleReport } from '../demo/run-example.js';
 import type { FieldValidation } from '../kubelet/api-decoding.js';
 import { ManifestErrors } from '../kubelet/manifests.js';
 import { deleteNodePod } from '../kubelet/node-pods.js';
-import { grpcErrorString } from '../kubelet/pod-worker.js';
-import {
-  admissionErrorText,
-  alreadyExistsText,
-  describePod,
-  formatObjects,
-  formatPodTable,
-  manifestErrorTexts,
-  podObject,
-  type TableRow,
-} from '../kubelet/pod-printers.js';
+import { admissionErrorText, alreadyExistsText, describePod, formatPodTable, manifestErrorTexts } from '../kubelet/pod-printers.js';
+import { PodPrinter } from '../kubelet/pod-output.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
 import { podFailed, podSettled } from '../kubelet/pod-status.js';
-import { readPodViews, selectPods, type PodView } from '../kubelet/pod-views.js';
-import { requestingUser, type UserInfo } from '../kubelet/rbac.js';
-import { defaultPodWorkers, maxPodWorkers, runPods } from '../kubelet/run-pods.js';
+import { readPodViews, type PodView } from '../kubelet/pod-views.js';
+import { defaultPodWorkers, maxPodWorkers, runPods, type PodRunResult } from '../kubelet/run-pods.js';
+import { junitReport, jsonReport, runReportCases, type ReportCase } from '../kubelet/run-report.js';
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
-import { DEFAULT_ENDPOINT } from './runtime.js';
+import { UsageError, integerFlag, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';
+import { durationMs, formatGoDuration } from './go-duration.js';
+import { withExamples } from './help-examples.js';
+import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, nodeSettings, requestUser, type NodeSettings } from './kubelet-flags.js';
+import { kubeletGet, noResourcesText, outputFlag, podNames, printable, selectViews, selectorFlag, type GetFlags } from './kubelet-get.js';
+import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kubelet-logs.js';
+import { withRuntime } from './kubelet-runtime.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
-type OutputFormat = 'wide' | 'yaml' | 'json';
-
-interface NodeOptions {
-  runtimeEndpoint: string;
-  rootDir?: string;
-  podLogsRoot?: string;
-  nodeName: string;
-  requestTimeout: string;
-}
-
-interface ClusterOptions {
-  gmsaDesign: GmsaDesign;
-  cluster?: string;
-  kubeconfig?: string;
-  context?: string;
-  as?: string;
-  asGroup: string[];
-}
-
-/** Where the kubelet's records live: --root-dir, else `kubelet/` beside the runtime's socket. */
-function rootDir(options: NodeOptions): string {
-  return resolve(options.rootDir ?? join(dirname(unixSocketPath(options.runtimeEndpoint)), 'kubelet'));
-}
-
-function podLogsRoot(options: NodeOptions): string {
-  return resolve(options.podLogsRoot ?? join(rootDir(options), 'pod-logs'));
-}
-
-function callTimeoutMs(options: NodeOptions): number {
-  const seconds = Number(options.requestTimeout);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`--request-timeout: ${JSON.stringify(options.requestTimeout)} is not a positive number of seconds`);
-  return seconds * 1000;
-}
-
-function clusterSource(options: ClusterOptions): ClusterSource {
-  if (options.cluster !== undefined && options.kubeconfig !== undefined) throw new Error('--cluster and --kubeconfig are mutually exclusive');
-  if (options.kubeconfig !== undefined) return new KubeconfigClusterSource(resolve(options.kubeconfig), options.context);
-  if (options.cluster !== undefined) return new DirectoryClusterSource(resolve(options.cluster));
-  throw new Error('the cluster objects are needed for admission: give --cluster DIR or --kubeconfig FILE');
-}
-
-/** kubectl's impersonation: --as-group without --as is refused, as kubectl refuses it. */
-function requestUser(options: ClusterOptions): UserInfo {
-  if (options.as === undefined) {
-    if (options.asGroup.length > 0) throw new Error('requesting groups or user-extra for test without impersonating a user');
-    return defaultRequestingUser;
-  }
-  return requestingUser(options.as, options.asGroup);
-}
-
-/** Connects and probes the runtime with Version, as the kubelet does at start-up. */
-async function connect(options: NodeOptions): Promise<CriClient> {
-  const cri = createCriClient(options.runtimeEndpoint);
-  try {
-    await unaryCall(cri.runtime, 'Version', { version: '' }, { timeoutMs: callTimeoutMs(options) });
-  } catch (err) {
-    cri.close();
-    throw new Error(`the container runtime at ${options.runtimeEndpoint} is not reachable: ${grpcErrorString(err)}`, { cause: err });
-  }
-  return cri;
-}
+const io = {
+  out: (text: string | Buffer): void => {
+    process.stdout.write(text);
+  },
+  err: (text: string): void => {
+    process.stderr.write(text);
+  },
+};
+const writeError = (line: string): void => io.err(`${line}\n`);
 
 /** Pod files from the arguments: files as given, directories by their *.yaml, *.yml, *.json (like kubectl -f DIR). */
 async function podFiles(paths: readonly string[]): Promise<string[]> {
@@ -118,33 +65,16 @@ async function podFiles(paths: readonly string[]): Promise<string[]> {
   return files;
 }
 
-const write = (text: string): void => {
-  process.stdout.write(text);
-};
-const writeError = (line: string): void => {
-  process.stderr.write(`${line}\n`);
-};
-
-function tableRow(view: PodView, nodeName: string): TableRow {
-  return { ...view.row, ...(view.status.startTime === undefined ? {} : { startTime: view.status.startTime }), nodeName };
-}
-
-function printViews(views: readonly PodView[], format: OutputFormat | undefined, nodeName: string, single: boolean): void {
-  if (format === 'yaml' || format === 'json') {
-    write(formatObjects(views.map((v) => podObject(v.pod, v.status, nodeName)), format, single));
-    return;
-  }
-  write(formatPodTable(views.map((v) => tableRow(v, nodeName)), { wide: format === 'wide' }));
-}
-
 // ---- run ----
 
-interface RunOptions extends NodeOptions, ClusterOptions {
-  output?: OutputFormat;
+interface RunFlags {
+  output?: string;
   validate: string;
   waitReady?: boolean;
   timeout: string;
-  podWorkers?: string;
+  podWorkers: string;
+  report: string[];
+  expect?: string;
 }
 
 /** kubectl's --validate values as the API server's fieldValidation. */
@@ -154,36 +84,55 @@ function fieldValidation(mode: string): FieldValidation {
   return 'Strict';
 }
 
-/** --pod-workers: a whole number from 1 to maxPodWorkers. */
-function podWorkers(options: RunOptions): number {
-  if (options.podWorkers === undefined) return defaultPodWorkers;
-  const workers = Number(options.podWorkers);
-  if (!/^\d+$/.test(options.podWorkers) || workers < 1 || workers > maxPodWorkers) {
-    throw new Error(`--pod-workers: ${JSON.stringify(options.podWorkers)} is not a whole number from 1 to ${maxPodWorkers}`);
-  }
-  return workers;
+interface ReportTarget {
+  readonly format: 'junit' | 'json';
+  readonly file: string;
 }
 
-export async function kubeletRun(files: string[], options: RunOptions): Promise<number> {
-  const cluster = clusterSource(options);
-  const user = requestUser(options);
-  const workers = podWorkers(options);
-  const cri = await connect(options);
-  try {
-    const records = new PodRecordStore(rootDir(options));
-    const callTimeout = callTimeoutMs(options);
-    let results;
+/** --report junit=FILE|json=FILE (repeatable). */
+function reportTargets(values: readonly string[]): ReportTarget[] {
+  return values.map((value) => {
+    const m = /^(junit|json)=(.+)$/.exec(value);
+    if (m === null) throw invalidFlagValue('--report', value, 'expected junit=FILE or json=FILE');
+    return { format: m[1] as 'junit' | 'json', file: resolve(m[2]!) };
+  });
+}
+
+async function writeReports(targets: readonly ReportTarget[], cases: readonly ReportCase[], began: Date): Promise<void> {
+  const meta = { suite: 'cri-winsim kubelet run', timestamp: began, durationSeconds: (Date.now() - began.getTime()) / 1000 };
+  for (const target of targets) {
+    await writeFile(target.file, target.format === 'junit' ? junitReport(cases, meta) : jsonReport(cases, meta));
+  }
+}
+
+export async function kubeletRun(files: string[], flags: RunFlags, command: Command): Promise<number> {
+  const settings = nodeSettings(command, io.err);
+  const output = outputFlag(flags.output);
+  const workers = integerFlag('--pod-workers', flags.podWorkers, { min: 1, max: maxPodWorkers });
+  const timeoutNs = positiveDurationFlag('--timeout', flags.timeout);
+  const reports = reportTargets(flags.report);
+  if (flags.expect !== undefined) {
+    if (files.length > 0) throw new UsageError('give pod files or --expect FILE, not both: the expectation file names its pod files');
+    return runExpectations(flags, reports, settings, command);
+  }
+  if (files.length === 0) throw new UsageError("missing required argument 'files' (or --expect FILE)");
+  const cluster = clusterSource(command);
+  const user = requestUser(command);
+  const began = new Date();
+  return withRuntime(settings, async (cri) => {
+    const records = new PodRecordStore(settings.rootDir);
+    let results: PodRunResult[];
     try {
       results = await runPods(cri, await podFiles(files), {
         cluster,
         user,
-        design: options.gmsaDesign,
-        podLogsRoot: podLogsRoot(options),
-        nodeName: options.nodeName,
-        callTimeoutMs: callTimeout,
+        design: gmsaDesign(command),
+        podLogsRoot: settings.podLogsRoot,
+        nodeName: settings.hostname,
+        callTimeoutMs: settings.callTimeoutMs,
         records,
         podWorkers: workers,
-        manifests: { fieldValidation: fieldValidation(options.validate), onWarning: (warning) => writeError(`Warning: ${warning}`) },
+        manifests: { fieldValidation: fieldValidation(flags.validate), onWarning: (warning) => writeError(`Warning: ${warning}`) },
       });
     } catch (err) {
       // A broken cluster stops everything before any pod is touched.
@@ -207,257 +156,321 @@ export async function kubeletRun(files: string[], options: RunOptions): Promise<
     }
     for (const line of manifestErrorTexts(manifestErrors)) writeError(line);
 
-    const ours = async () => (await readPodViews(cri, records, { callTimeoutMs: callTimeout })).filter((v) => started.includes(v.pod.metadata?.uid ?? ''));
+    const ours = async (): Promise<PodView[]> => (await readPodViews(cri, records, { callTimeoutMs: settings.callTimeoutMs })).filter((v) => started.includes(v.pod.metadata?.uid ?? ''));
     let views = await ours();
-    if (options.waitReady === true && views.length > 0) {
-      const timeoutSeconds = Number(options.timeout);
-      if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new Error(`--timeout: ${JSON.stringify(options.timeout)} is not a positive number of seconds`);
-      const deadline = Date.now() + timeoutSeconds * 1000;
+    if (flags.waitReady === true && views.length > 0) {
+      const deadline = Date.now() + durationMs(timeoutNs);
       while (!views.every((v) => podSettled(v.status, v.record)) && Date.now() < deadline) {
         await delay(200);
         views = await ours();
       }
       const waiting = views.filter((v) => !podSettled(v.status, v.record));
-      for (const v of waiting) writeError(`error: timed out after ${timeoutSeconds}s waiting for pod ${v.row.namespace}/${v.row.name} to be ready (${v.row.status})`);
+      for (const v of waiting) writeError(`error: timed out after ${formatGoDuration(timeoutNs)} waiting for pod ${v.row.namespace}/${v.row.name} to be ready (${v.row.status})`);
       if (waiting.length > 0) failed = true;
     }
-    if (views.length > 0) printViews(views, options.output, options.nodeName, views.length === 1);
+    if (views.length > 0) io.out(new PodPrinter(output).print(views.map((v) => printable(v, settings.hostname)), views.length !== 1));
     if (views.some((v) => podFailed(v.status, v.record))) failed = true;
+    if (reports.length > 0) await writeReports(reports, runReportCases(results, views), began);
     return failed ? 1 : 0;
-  } finally {
-    cri.close();
-  }
+  });
 }
 
-// ---- get, describe, delete ----
-
-interface SelectOptions extends NodeOptions {
-  namespace?: string;
-}
-
-export async function kubeletGet(args: string[], options: SelectOptions & { output?: OutputFormat }): Promise<number> {
-  const names = args[0] !== undefined && ['pods', 'pod', 'po'].includes(args[0]) ? args.slice(1) : args;
-  const cri = await connect(options);
+/** `run --expect FILE`: the example's runs on this node, judged against its expectations. */
+async function runExpectations(flags: RunFlags, reports: readonly ReportTarget[], settings: NodeSettings, command: Command): Promise<number> {
+  let manifest: ExampleManifest;
   try {
-    const views = await readPodViews(cri, new PodRecordStore(rootDir(options)), { callTimeoutMs: callTimeoutMs(options) });
-    if (names.length === 0) {
-      const listed = views.filter((v) => options.namespace === undefined || v.row.namespace === options.namespace);
-      if (listed.length === 0 && options.output !== 'yaml' && options.output !== 'json') {
-        writeError(options.namespace === undefined ? 'No resources found' : `No resources found in ${options.namespace} namespace.`);
-        return 0;
-      }
-      printViews(listed, options.output, options.nodeName, false);
-      return 0;
+    manifest = await loadExampleManifest(flags.expect!);
+  } catch (err) {
+    if (err instanceof ExampleManifestError) throw new UsageError(`--expect: ${err.message}`);
+    throw err;
+  }
+  const raw = command.optsWithGlobals<{ cluster?: string; kubeconfig?: string }>();
+  const cluster = raw.cluster !== undefined || raw.kubeconfig !== undefined ? clusterSource(command) : undefined;
+  const began = new Date();
+  const report: ExampleReport = await withRuntime(settings, (cri) =>
+    runExample(cri, manifest, {
+      podLogsRoot: settings.podLogsRoot,
+      callTimeoutMs: settings.callTimeoutMs,
+      records: new PodRecordStore(settings.rootDir),
+      nodeName: settings.hostname,
+      ...(cluster === undefined ? {} : { cluster }),
+    }),
+  );
+  const cases: ReportCase[] = [];
+  for (const run of report.runs) {
+    const durations = new Map(run.results.map((r) => [r.stage === 'manifest' ? '' : (r.pod.metadata?.name ?? ''), r.stage === 'manifest' ? 0 : (r.durationMs ?? 0)]));
+    for (const v of run.verdicts) {
+      const pod = v.row?.pod ?? v.expectation?.pod ?? '';
+      const container = v.row?.container ?? v.expectation?.container;
+      const ok = v.problems.length === 0;
+      cases.push({
+        name: container === undefined ? pod : `${pod}/${container}`,
+        namespace: v.row?.namespace ?? '',
+        pod,
+        ...(container === undefined ? {} : { container }),
+        outcome: ok ? 'passed' : 'failed',
+        reason: v.row?.outcome ?? 'Missing',
+        message: ok ? (v.row?.message ?? '') : v.problems.join('; '),
+        durationSeconds: Math.round(durations.get(pod) ?? 0) / 1000,
+      });
+      io.out(`${ok ? 'ok  ' : 'FAIL'} ${container === undefined ? pod : `${pod}/${container}`}: ${v.row?.outcome ?? 'missing'}${ok ? '' : ` — ${v.problems.join('; ')}`}\n`);
     }
-    const { found, errors } = selectPods(views, names, options.namespace);
-    if (found.length > 0) printViews(found, options.output, options.nodeName, names.length === 1);
-    errors.forEach(writeError);
-    return errors.length > 0 ? 1 : 0;
-  } finally {
-    cri.close();
   }
+  const failed = cases.filter((c) => c.outcome === 'failed').length;
+  io.out(`${cases.length - failed} of ${cases.length} as expected (${manifest.file})\n`);
+  if (reports.length > 0) await writeReports(reports, cases, began);
+  return report.ok ? 0 : 1;
 }
 
-export async function kubeletDescribe(names: string[], options: SelectOptions): Promise<number> {
-  const cri = await connect(options);
-  try {
-    const views = await readPodViews(cri, new PodRecordStore(rootDir(options)), { callTimeoutMs: callTimeoutMs(options) });
-    const { found, errors } = selectPods(views, names, options.namespace);
-    write(found.map((v) => describePod({ pod: v.pod, status: v.status, events: v.record?.events ?? [], nodeName: options.nodeName })).join('\n\n'));
-    errors.forEach(writeError);
-    return errors.length > 0 ? 1 : 0;
-  } finally {
-    cri.close();
-  }
+// ---- describe, delete ----
+
+interface ScopeFlags {
+  namespace?: string;
+  allNamespaces?: boolean;
+  selector?: string;
 }
 
-export async function kubeletDelete(names: string[], options: SelectOptions & { all?: boolean; gracePeriod: string }): Promise<number> {
-  if (options.all === true && names.length > 0) throw new Error('names cannot be provided when --all is specified');
-  if (options.all !== true && names.length === 0) throw new Error('give pod names or --all');
-  const grace = Number(options.gracePeriod);
-  if (!Number.isInteger(grace) || grace < 0) throw new Error(`--grace-period: ${JSON.stringify(options.gracePeriod)} is not a whole number of seconds`);
-  const cri = await connect(options);
-  try {
-    const records = new PodRecordStore(rootDir(options));
-    const views = await readPodViews(cri, records, { callTimeoutMs: callTimeoutMs(options) });
-    const { found, errors } =
-      options.all === true ? { found: views.filter((v) => options.namespace === undefined || v.row.namespace === options.namespace), errors: [] } : selectPods(views, names, options.namespace);
+export async function kubeletDescribe(names: string[], flags: ScopeFlags, command: Command): Promise<number> {
+  const settings = nodeSettings(command, io.err);
+  const selector = selectorFlag(flags.selector);
+  if (names.length === 0 && selector === undefined && flags.allNamespaces !== true) throw new UsageError('give pod names, -l SELECTOR or -A');
+  return withRuntime(settings, async (cri) => {
+    const views = await readPodViews(cri, new PodRecordStore(settings.rootDir), { callTimeoutMs: settings.callTimeoutMs });
+    const { views: found, errors } = selectViews(views, names, flags, selector);
+    io.out(found.map((v) => describePod({ pod: v.pod, status: v.status, events: v.record?.events ?? [], nodeName: settings.hostname })).join('\n\n'));
+    errors.forEach(writeError);
+    if (names.length === 0 && found.length === 0) writeError(noResourcesText(flags));
+    return errors.length > 0 ? 1 : 0;
+  });
+}
+
+export async function kubeletDelete(names: string[], flags: ScopeFlags & { all?: boolean; gracePeriod: string }, command: Command): Promise<number> {
+  const settings = nodeSettings(command, io.err);
+  const selector = selectorFlag(flags.selector);
+  if (flags.all === true && names.length > 0) throw new UsageError('names cannot be provided when --all is specified');
+  if (selector !== undefined && names.length > 0) throw new UsageError('name cannot be provided when a selector is specified');
+  if (flags.all !== true && names.length === 0 && selector === undefined) throw new UsageError('resource(s) were provided, but no name was specified: give pod names, -l SELECTOR or --all');
+  const grace = integerFlag('--grace-period', flags.gracePeriod, { min: 0 });
+  return withRuntime(settings, async (cri) => {
+    const records = new PodRecordStore(settings.rootDir);
+    const views = await readPodViews(cri, records, { callTimeoutMs: settings.callTimeoutMs });
+    const { views: found, errors } = selectViews(views, names, flags, selector);
     let failed = errors.length > 0;
     for (const view of found) {
       try {
-        if (view.nodePod !== undefined) await deleteNodePod(cri, view.nodePod, { gracePeriodSeconds: grace, callTimeoutMs: callTimeoutMs(options) });
+        if (view.nodePod !== undefined) await deleteNodePod(cri, view.nodePod, { gracePeriodSeconds: grace, callTimeoutMs: settings.callTimeoutMs });
         await records.remove(view.pod.metadata?.uid ?? view.row.name);
-        write(`pod ${JSON.stringify(view.row.name)} deleted${found.some((o) => o !== view && o.row.name === view.row.name) ? ` from ${view.row.namespace} namespace` : ''}\n`);
+        io.out(`pod ${JSON.stringify(view.row.name)} deleted${found.some((o) => o !== view && o.row.name === view.row.name) ? ` from ${view.row.namespace} namespace` : ''}\n`);
       } catch (err) {
         failed = true;
         writeError(`error: ${(err as Error).message}`);
       }
     }
     errors.forEach(writeError);
-    if (options.all === true && found.length === 0) writeError('No resources found');
+    if (names.length === 0 && found.length === 0) writeError(noResourcesText(flags));
     return failed ? 1 : 0;
-  } finally {
-    cri.close();
-  }
+  });
 }
 
 // ---- the static-pod sync loop ----
 
-interface SyncOptions extends NodeOptions, ClusterOptions {
+interface SyncFlags {
   podManifestPath?: string;
-  logLevel: string;
 }
 
 /** Logged once the loop watches the directory; scripts and tests wait for it. */
 export const SYNC_LOOP_READY_MESSAGE = 'cri-winsim kubelet watching the pod manifest path';
 
-export async function kubeletSyncLoop(options: SyncOptions): Promise<number> {
-  if (options.podManifestPath === undefined) throw new Error('give a subcommand (run, get, describe, delete) or --pod-manifest-path DIR');
-  const manifestDir = resolve(options.podManifestPath);
+export async function kubeletSyncLoop(flags: SyncFlags, command: Command): Promise<number> {
+  const settings = nodeSettings(command, io.err);
+  if (flags.podManifestPath === undefined) throw new UsageError('give a subcommand (run, get, describe, delete, logs, exec) or --pod-manifest-path DIR');
+  const manifestDir = resolve(flags.podManifestPath);
   const info = await stat(manifestDir).catch(() => undefined);
   if (info?.isDirectory() !== true) throw new Error(`--pod-manifest-path ${manifestDir}: not a directory`);
-  const cluster = clusterSource(options);
-  const user = requestUser(options);
-  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-kubelet' });
-  const cri = await connect(options);
-  const controller = new AbortController();
-  const onSignal = (sig: NodeJS.Signals): void => {
-    logger.info({ signal: sig }, 'stopping the sync loop');
-    controller.abort();
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  try {
-    const loop = new StaticPodSyncLoop(cri, {
-      manifestDir,
-      cluster,
-      user,
-      design: options.gmsaDesign,
-      podLogsRoot: podLogsRoot(options),
-      nodeName: options.nodeName,
-      callTimeoutMs: callTimeoutMs(options),
-      records: new PodRecordStore(rootDir(options)),
-    });
-    let lastTable = '';
-    const reported = new Set<string>();
-    const onPass = (report: SyncReport | Error): void => {
-      if (report instanceof Error) {
-        logger.error({ err: report }, 'sync pass failed');
-        return;
-      }
-      // Each refusal is reported once, not on every pass.
-      for (const message of report.refused) {
-        if (!reported.has(message)) logger.warn({ refused: message }, 'pod not started');
-      }
-      reported.clear();
-      report.refused.forEach((m) => reported.add(m));
-      for (const e of report.events) logger[e.type === 'Warning' ? 'warn' : 'info']({ pod: e.pod, container: e.container, reason: e.reason }, e.message);
-      for (const p of report.deleted) logger.info({ pod: p }, 'pod removed: its file is gone or changed');
-      // The table is printed when a pod's state changed, not because its AGE moved on.
-      const state = JSON.stringify(report.pods.map(({ startTime: _, ...rest }) => rest));
-      if (state !== lastTable) write(formatPodTable(report.pods.map((p) => ({ ...p, podIP: '' })), { namespaceColumn: true }));
-      lastTable = state;
+  const cluster = clusterSource(command);
+  const user = requestUser(command);
+  const logger = createLogger({ level: settings.log.level, name: 'cri-winsim-kubelet', ...(settings.log.format === undefined ? {} : { format: settings.log.format }) });
+  return withRuntime(settings, async (cri) => {
+    const controller = new AbortController();
+    const onSignal = (sig: NodeJS.Signals): void => {
+      logger.info({ signal: sig }, 'stopping the sync loop');
+      controller.abort();
     };
-    logger.info({ manifestDir, endpoint: options.runtimeEndpoint }, SYNC_LOOP_READY_MESSAGE);
-    await loop.run(controller.signal, onPass);
-    logger.info('sync loop stopped');
-    await new Promise<void>((done) => logger.flush(() => done()));
-    return 0;
-  } finally {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
-    cri.close();
-  }
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    try {
+      const loop = new StaticPodSyncLoop(cri, {
+        manifestDir,
+        cluster,
+        user,
+        design: gmsaDesign(command),
+        podLogsRoot: settings.podLogsRoot,
+        nodeName: settings.hostname,
+        callTimeoutMs: settings.callTimeoutMs,
+        records: new PodRecordStore(settings.rootDir),
+      });
+      let lastTable = '';
+      const reported = new Set<string>();
+      const onPass = (report: SyncReport | Error): void => {
+        if (report instanceof Error) {
+          logger.error({ err: report }, 'sync pass failed');
+          return;
+        }
+        // Each refusal is reported once, not on every pass.
+        for (const message of report.refused) {
+          if (!reported.has(message)) logger.warn({ refused: message }, 'pod not started');
+        }
+        reported.clear();
+        report.refused.forEach((m) => reported.add(m));
+        for (const e of report.events) logger[e.type === 'Warning' ? 'warn' : 'info']({ pod: e.pod, container: e.container, reason: e.reason }, e.message);
+        for (const p of report.deleted) logger.info({ pod: p }, 'pod removed: its file is gone or changed');
+        // The table is printed when a pod's state changed, not because its AGE moved on.
+        const state = JSON.stringify(report.pods.map(({ startTime: _, ...rest }) => rest));
+        if (state !== lastTable) io.out(formatPodTable(report.pods.map((p) => ({ ...p, podIP: '' })), { namespaceColumn: true }));
+        lastTable = state;
+      };
+      logger.info({ manifestDir, endpoint: settings.endpoint }, SYNC_LOOP_READY_MESSAGE);
+      await loop.run(controller.signal, onPass);
+      logger.info('sync loop stopped');
+      await new Promise<void>((done) => logger.flush(() => done()));
+      return 0;
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
+  });
 }
 
 // ---- commander wiring ----
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+const outputOption = () => new Option('-o, --output <format>', 'output format: wide, yaml, json, name, jsonpath=TEMPLATE, custom-columns=HEADER:PATH,…');
+const namespaceOption = () => new Option('-n, --namespace <namespace>', 'the namespace (default: default)');
+const allNamespacesOption = () => new Option('-A, --all-namespaces', 'pods of every namespace (adds a NAMESPACE column)');
+const selectorOption = () => new Option('-l, --selector <selector>', "label selector: 'app=web', 'tier in (front,back)', 'app,!canary', 'env!=prod'");
 
-function nodeOptions(command: Command): Command {
-  return command
-    .option('--runtime-endpoint <endpoint>', 'CRI endpoint of the runtime', process.env['CONTAINER_RUNTIME_ENDPOINT'] ?? DEFAULT_ENDPOINT)
-    .option('--root-dir <dir>', "the kubelet's records of its pods (default: kubelet/ beside the runtime's socket)")
-    .option('--node-name <name>', 'the node name pods are bound to (the embedded node is WINNODE1)', 'winnode1')
-    .option('--request-timeout <seconds>', 'deadline of each CRI call', '30');
-}
-
-function clusterOptions(command: Command): Command {
-  return command
-    .option('--cluster <dir>', 'directory of cluster manifests (Namespaces, ServiceAccounts, ConfigMaps, GMSACredentialSpecs, RBAC)')
-    .option('--kubeconfig <file>', 'read the cluster objects from the API server of this kubeconfig instead')
-    .option('--context <name>', 'the kubeconfig context to use')
-    .option('--as <user>', 'the requesting user admission sees (default: kubernetes-admin, in system:masters)')
-    .option('--as-group <group>', 'a group of the requesting user (repeatable)', collect, [] as string[])
-    .addOption(
-      new Option('--gmsa-design <design>', "the cluster's GMSA design: webhook (the shipped windows-gmsa webhook), kep-configmap (the GMSA KEP's ConfigMap design, never shipped), alpha-1.14 (the 1.14 annotations)")
-        .choices([...gmsaDesigns])
-        .default(defaultGmsaDesign),
-    )
-    .option('--pod-logs-root <dir>', 'root of the pod log directories (default: pod-logs/ in --root-dir)');
-}
-
-const outputOption = () => new Option('-o, --output <format>', 'output format').choices(['wide', 'yaml', 'json']);
-const namespaceOption = () => new Option('-n, --namespace <namespace>', 'only pods of this namespace');
-
-function exitWith(code: number): void {
+/** Commander's action for a kubelet command: exit status set, errors left to the top level. */
+const exitWith = (code: number): void => {
   if (code !== 0) process.exitCode = code;
-}
-
-/** Options of the kubelet command itself, which its subcommands share (commander's global options). */
-const merged = <T>(command: Command): T => command.optsWithGlobals<T & Record<string, unknown>>();
+};
 
 export function kubeletCommand(): Command {
-  const kubelet = clusterOptions(nodeOptions(new Command('kubelet')))
+  const kubelet = addLogFlags(addClusterFlags(addNodeFlags(new Command('kubelet'))))
     .description('The fake kubelet: run pod YAML on the simulated Windows node over CRI, or sync a static pod directory')
     .option('--pod-manifest-path <dir>', 'run the static-pod sync loop on this directory until SIGTERM/SIGINT')
-    .addOption(new Option('--log-level <level>', 'log level of the sync loop').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
     .configureHelp({ showGlobalOptions: true })
-    .action(async (_options: SyncOptions, command: Command) => exitWith(await kubeletSyncLoop(merged<SyncOptions>(command))));
+    .action(async (flags: SyncFlags, command: Command) => exitWith(await kubeletSyncLoop(flags, command)));
+  withExamples(kubelet, [
+    ['Sync a directory of static pod manifests (Ctrl-C stops)', 'cri-winsim kubelet --pod-manifest-path ./manifests --cluster examples/cluster --container-runtime-endpoint unix:///tmp/cri.sock'],
+    ['Run two pods and wait until they are ready', 'cri-winsim kubelet run examples/pods/gmsa-pod-level.yaml examples/pods/run-as-username-pod.yaml --cluster examples/cluster --wait-ready'],
+  ]);
 
-  kubelet.addCommand(
-    new Command('run')
-      .description('Validate, admit and start the pods of the given files (directories: their YAML/JSON files), then print their status')
-      .argument('<files...>', 'pod manifests (Pod, or the pod template of a Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob)')
-      .addOption(outputOption())
-      .option('--wait-ready', 'wait until every pod is ready, completed or failed')
-      .option('--timeout <seconds>', 'how long --wait-ready waits', '60')
-      .addOption(
-        new Option('--validate <mode>', "unknown fields, as kubectl's --validate: strict (or true) refuses the pod, warn prints a warning, ignore (or false) drops them")
-          .choices(['strict', 'warn', 'ignore', 'true', 'false'])
-          .default('strict'),
-      )
-      .option('--pod-workers <n>', `how many pods are started at the same time (1 to ${maxPodWorkers}); results keep the order of the files`, String(defaultPodWorkers))
-      .action(async (files: string[], _options: unknown, command: Command) => exitWith(await kubeletRun(files, merged<RunOptions>(command)))),
-  );
-  kubelet.addCommand(
-    new Command('get')
-      .description('List the pods on the node, like kubectl get pods')
-      .argument('[names...]', '`pods`, then pod names (NAME or NAMESPACE/NAME)')
-      .addOption(outputOption())
-      .addOption(namespaceOption())
-      .action(async (names: string[], _options: unknown, command: Command) => exitWith(await kubeletGet(names, merged<SelectOptions & { output?: OutputFormat }>(command)))),
-  );
-  kubelet.addCommand(
-    new Command('describe')
-      .description('Show a pod with its containers, conditions and events, like kubectl describe pod')
-      .argument('<names...>', 'pod names (NAME or NAMESPACE/NAME; a leading `pod` is ignored)')
-      .addOption(namespaceOption())
-      .action(async (names: string[], _options: unknown, command: Command) =>
-        exitWith(await kubeletDescribe(names[0] === 'pod' || names[0] === 'pods' ? names.slice(1) : names, merged<SelectOptions>(command))),
-      ),
-  );
-  kubelet.addCommand(
-    new Command('delete')
-      .description('Stop and remove pods: every container and sandbox, and the kubelet record')
-      .argument('[names...]', 'pod names (NAME or NAMESPACE/NAME; a leading `pod` is ignored)')
-      .option('--all', 'every pod (of the namespace, with -n)')
-      .option('--grace-period <seconds>', 'StopContainer timeout', '30')
-      .addOption(namespaceOption())
-      .action(async (names: string[], _options: unknown, command: Command) =>
-        exitWith(await kubeletDelete(names[0] === 'pod' || names[0] === 'pods' ? names.slice(1) : names, merged<SelectOptions & { all?: boolean; gracePeriod: string }>(command))),
-      ),
-  );
+  const run = new Command('run')
+    .description('Validate, admit and start the pods of the given files (directories: their YAML/JSON files), then print their status')
+    .argument('[files...]', 'pod manifests (Pod, or the pod template of a Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob)')
+    .addOption(outputOption())
+    .option('--wait-ready', 'wait until every pod is ready, completed or failed')
+    .option('--timeout <duration>', 'how long --wait-ready waits (Go duration)', '60s')
+    .addOption(
+      new Option('--validate <mode>', "unknown fields, as kubectl's --validate: strict (or true) refuses the pod, warn prints a warning, ignore (or false) drops them")
+        .choices(['strict', 'warn', 'ignore', 'true', 'false'])
+        .default('strict'),
+    )
+    .option('--pod-workers <n>', `how many pods are started at the same time (1 to ${maxPodWorkers}); results keep the order of the files`, String(defaultPodWorkers))
+    .option('--report <format=file>', 'write a CI report: junit=FILE or json=FILE (repeatable); one test case per pod and container', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option('--expect <file>', "run the pods an expectation file names (the demo's expect.yaml format, docs/ci.md) and check every outcome")
+    .action(async (files: string[], flags: RunFlags, command: Command) => exitWith(await kubeletRun(files, flags, command)));
+  withExamples(run, [
+    ['Run the pods of a directory; exit 1 when one fails', 'cri-winsim kubelet run ./pods --cluster ./cluster'],
+    ['Wait up to two minutes for the pods and write a JUnit report for CI', 'cri-winsim kubelet run ./pods --cluster ./cluster --wait-ready --timeout 2m --report junit=report.xml'],
+    ['Check the outcomes an expectation file describes', 'cri-winsim kubelet run --expect examples/demo/expect.yaml --report json=report.json'],
+  ]);
+  kubelet.addCommand(run);
+
+  const get = new Command('get')
+    .description('List the pods on the node, like kubectl get pods')
+    .argument('[names...]', '`pods`, then pod names (NAME or NAMESPACE/NAME)')
+    .addOption(outputOption())
+    .addOption(namespaceOption())
+    .addOption(allNamespacesOption())
+    .addOption(selectorOption())
+    .option('-w, --watch', 'after listing, print each change of a pod (until Ctrl-C or --timeout)')
+    .option('--timeout <duration>', 'stop watching after this long (Go duration, with -w)')
+    .option('--no-headers', 'print no header line in the table outputs')
+    .option('--show-labels', 'add a LABELS column')
+    .action(async (names: string[], flags: GetFlags & { headers?: boolean }, command: Command) =>
+      exitWith(await kubeletGet(names, { ...flags, noHeaders: flags.headers === false }, command, io)),
+    );
+  withExamples(get, [
+    ['List the pods of the default namespace', 'cri-winsim kubelet get pods'],
+    ['List every pod with its IP and node', 'cri-winsim kubelet get pods -A -o wide'],
+    ['Names of the pods labelled app=web, one per line', "cri-winsim kubelet get pods -l app=web -o name"],
+    ['Name and phase of every pod', "cri-winsim kubelet get pods -A -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.status.phase}{\"\\n\"}{end}'"],
+    ['Custom columns', 'cri-winsim kubelet get pods -o custom-columns=NAME:.metadata.name,IP:.status.podIP'],
+    ['Watch the pods for five minutes', 'cri-winsim kubelet get pods -w --timeout 5m'],
+  ]);
+  kubelet.addCommand(get);
+
+  const describe = new Command('describe')
+    .description('Show pods with their containers, conditions and events, like kubectl describe pod')
+    .argument('[names...]', 'pod names (NAME or NAMESPACE/NAME; a leading `pod` is ignored)')
+    .addOption(namespaceOption())
+    .addOption(allNamespacesOption())
+    .addOption(selectorOption())
+    .action(async (names: string[], flags: ScopeFlags, command: Command) => exitWith(await kubeletDescribe(podNames(names), flags, command)));
+  withExamples(describe, [
+    ['Describe a pod of the default namespace', 'cri-winsim kubelet describe pod run-as-username-pod-demo'],
+    ['Describe a pod of another namespace', 'cri-winsim kubelet describe pod webapp-gmsa -n contoso-apps'],
+  ]);
+  kubelet.addCommand(describe);
+
+  const del = new Command('delete')
+    .description('Stop and remove pods: every container and sandbox, and the kubelet record')
+    .argument('[names...]', 'pod names (NAME or NAMESPACE/NAME; a leading `pod` is ignored)')
+    .option('--all', 'every pod of the namespace (every pod at all with -A)')
+    .option('--grace-period <seconds>', 'StopContainer timeout, in seconds', '30')
+    .addOption(namespaceOption())
+    .addOption(allNamespacesOption())
+    .addOption(selectorOption())
+    .action(async (names: string[], flags: ScopeFlags & { all?: boolean; gracePeriod: string }, command: Command) =>
+      exitWith(await kubeletDelete(podNames(names), flags, command)),
+    );
+  withExamples(del, [
+    ['Delete a pod at once', 'cri-winsim kubelet delete pod web --grace-period 0'],
+    ['Delete every pod of every namespace', 'cri-winsim kubelet delete --all -A'],
+  ]);
+  kubelet.addCommand(del);
+
+  const logs = new Command('logs')
+    .description("Print a container's log, like kubectl logs")
+    .argument('<pod>', 'the pod (NAME, pod/NAME or NAMESPACE/NAME)')
+    .option('-c, --container <name>', 'the container (default: the only one, else the first, with a note)')
+    .option('-f, --follow', 'keep printing until the container stops (or Ctrl-C)')
+    .option('--tail <lines>', 'only the last N lines (-1: all)', '-1')
+    .option('--timestamps', 'put the time of each line in front of it (RFC 3339)')
+    .option('-p, --previous', "the previous attempt's log (after a restart)")
+    .addOption(namespaceOption())
+    .action(async (pod: string, flags: LogsFlags, command: Command) => exitWith(await kubeletLogs([pod], flags, command, io)));
+  withExamples(logs, [
+    ['The log of the only container of a pod', 'cri-winsim kubelet logs run-as-username-pod-demo'],
+    ['The last 20 lines of one container, with times, and follow it', 'cri-winsim kubelet logs webapp-gmsa -n contoso-apps -c logger --tail 20 --timestamps -f'],
+  ]);
+  kubelet.addCommand(logs);
+
+  const exec = new Command('exec')
+    .description('Run a command in a container, like kubectl exec (output when it ends; exit status the command\'s)')
+    .argument('<pod>', 'the pod (NAME, pod/NAME or NAMESPACE/NAME)')
+    .argument('[command...]', 'after --: the command and its arguments')
+    .option('-c, --container <name>', 'the container (default: the only one, else the first, with a note)')
+    .option('-i, --stdin', 'pass stdin (needs streaming Exec: not yet)')
+    .option('-t, --tty', 'allocate a TTY (needs streaming Exec: not yet)')
+    .addOption(namespaceOption())
+    .action(async (pod: string, commandLine: string[], flags: ExecFlags, command: Command) => exitWith(await kubeletExec([pod, ...commandLine], flags, command, io)));
+  withExamples(exec, [
+    ['Who the container runs as', 'cri-winsim kubelet exec webapp-gmsa -n contoso-apps -c iis -- cmd /c whoami'],
+    ['The domain the gMSA belongs to', 'cri-winsim kubelet exec webapp-gmsa -n contoso-apps -- nltest /parentdomain'],
+  ]);
+  kubelet.addCommand(exec);
+
   for (const sub of kubelet.commands) sub.configureHelp({ showGlobalOptions: true });
   return kubelet;
 }

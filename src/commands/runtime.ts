@@ -4,7 +4,9 @@ import { combineObservers, compactingCollection, DEFAULT_IDLE_GC_SECONDS, IdleCo
 import { tuneJitForRequestHandlers } from '../cri/jit.js';
 import { parseMetricsAddress, RuntimeMetrics, type MetricsEndpoint } from '../cri/metrics.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger, type LogFormat, type Logger } from '../log.js';
+import { withExamples } from './help-examples.js';
+import { addLogFlags, logSettings } from './log-flags.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 
 export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
@@ -20,8 +22,6 @@ function parseIdleGcSeconds(value: string): number {
   return seconds;
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 export interface RuntimeCommandOptions {
   listen: string;
   stateDir: string;
@@ -29,7 +29,9 @@ export interface RuntimeCommandOptions {
   adMode: 'strict' | 'realistic';
   credspecTransport: 'file' | 'registry';
   metricsAddr?: string;
+  /** pino's level name (--log-level, or what --v asks for). */
   logLevel: string;
+  loggingFormat?: LogFormat;
   /** Seconds without a changing RPC before one full garbage collection; 0: never. */
   idleGcSeconds: number;
 }
@@ -60,7 +62,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
   if (options.metricsAddr !== undefined) parseMetricsAddress(options.metricsAddr);
   tuneJitForRequestHandlers();
   // Batched: the runtime logs several lines per pod lifecycle (as containerd does at info).
-  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true });
+  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true, ...(options.loggingFormat === undefined ? {} : { format: options.loggingFormat }) });
   // Assigned once, after the metrics that read it are built (they answer 0 until then).
   // eslint-disable-next-line prefer-const
   let runtime: NodeRuntime | undefined;
@@ -131,7 +133,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
 }
 
 export function runtimeCommand(): Command {
-  return new Command('runtime')
+  const command = new Command('runtime')
     .description('Serve the CRI v1 API of the simulated Windows node on a unix socket (crictl, critest, kubelet)')
     .option('--listen <endpoint>', 'CRI endpoint to listen on (unix:///absolute/path.sock)', DEFAULT_ENDPOINT)
     .option('--state-dir <dir>', 'directory for the runtime state (logs, credential spec files)', DEFAULT_STATE_DIR)
@@ -146,14 +148,19 @@ export function runtimeCommand(): Command {
         .choices(['file', 'registry'])
         .default('file'),
     )
-    .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)')
-    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)');
+  addLogFlags(command)
     .addOption(
       new Option('--idle-gc-seconds <seconds>', 'collect garbage once after this many seconds without a changing RPC (0: never)')
         .default(DEFAULT_IDLE_GC_SECONDS)
         .argParser(parseIdleGcSeconds),
     )
-    .action(async (options: RuntimeCommandOptions) => {
-      await serveRuntime(options);
+    .action(async (options: Omit<RuntimeCommandOptions, 'logLevel'> & { v?: string; logLevel?: string }) => {
+      const log = logSettings(options);
+      await serveRuntime({ ...options, logLevel: log.level, ...(log.format === undefined ? {} : { loggingFormat: log.format }) });
     });
+  return withExamples(command, [
+    ['Serve CRI on a socket in /tmp (crictl -r unix:///tmp/cri.sock …)', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim'],
+    ['The realistic AD mode, klog text logs at debug level', 'cri-winsim runtime --ad-mode realistic --logging-format text --v 4'],
+  ]);
 }

@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCriClient } from '../cri/proto.js';
 import { CriServer } from '../cri/server.js';
-import { createLogger, silentLogger, type Logger } from '../log.js';
+import { createLogger, silentLogger, type LogFormat, type Logger } from '../log.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { loadExampleManifest, type AdMode, type ExampleManifest } from './example-manifest.js';
 import { createProgress, type ProgressReporter } from './progress.js';
@@ -35,6 +35,8 @@ export interface DemoOptions {
   readonly keep?: boolean;
   /** Level of the runtime's own pino log on stderr (default `silent`). */
   readonly logLevel?: string;
+  /** The runtime log's format on stderr (--logging-format). */
+  readonly logFormat?: LogFormat;
   /** Fit the table into this many columns by cutting MESSAGE cells (default: no limit). */
   readonly tableWidth?: number;
   readonly stdout?: NodeJS.WritableStream;
@@ -150,7 +152,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const cleanups: Array<[string, () => Promise<void> | void]> = [];
   cleanups.push(['remove the temporary directory', () => rm(directory, { recursive: true, force: true })]);
   const logLevel = options.logLevel ?? 'silent';
-  const logger = logLevel === 'silent' ? silentLogger() : createLogger({ level: logLevel, name: 'cri-winsim' });
+  const logger = logLevel === 'silent' ? silentLogger() : createLogger({ level: logLevel, name: 'cri-winsim', ...(options.logFormat === undefined ? {} : { format: options.logFormat }) });
   cleanups.push(['flush the log', () => new Promise<void>((done) => logger.flush(() => done()))]);
 
   const signals = new SessionSignals();

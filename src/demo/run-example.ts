@@ -8,9 +8,9 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { ManifestError } from '../kubelet/manifests.js';
-import type { PodRunResult } from '../kubelet/run-pods.js';
+import type { PodRunResult, RunPodsOptions } from '../kubelet/run-pods.js';
 import { runPods, summarizePodRun } from '../kubelet/run-pods.js';
-import { DirectoryClusterSource } from '../kubelet/cluster.js';
+import { DirectoryClusterSource, type ClusterSource } from '../kubelet/cluster.js';
 import { defaultRequestingUser } from '../kubelet/admission.js';
 import { requestingUser } from '../kubelet/rbac.js';
 import { unaryCall, type CriClient } from '../cri/proto.js';
@@ -98,6 +98,11 @@ export interface RunExampleOptions {
   readonly progress?: ExampleProgress;
   /** Deadline of each CRI call the kubelet makes (default 30 s). */
   readonly callTimeoutMs?: number;
+  /** Where the started pods are recorded (`kubelet run --expect`: so get, logs and describe find them). */
+  readonly records?: RunPodsOptions['records'];
+  readonly nodeName?: string;
+  /** Admission reads these cluster objects instead of the example's cluster directory. */
+  readonly cluster?: ClusterSource;
 }
 
 const EXEC_TIMEOUT_SECONDS = 10;
@@ -309,7 +314,7 @@ export async function runExample(cri: CriClient, manifest: ExampleManifest, opti
   const exec = options.exec ?? criExec(cri);
   const logs = options.logs ?? criLogs(cri);
   const progress = options.progress;
-  const cluster = new DirectoryClusterSource(manifest.cluster);
+  const cluster = options.cluster ?? new DirectoryClusterSource(manifest.cluster);
   const reports: RunReport[] = [];
   for (const run of manifest.runs) {
     const user = run.as === undefined ? defaultRequestingUser : requestingUser(run.as, run.groups);
@@ -320,6 +325,8 @@ export async function runExample(cri: CriClient, manifest: ExampleManifest, opti
       design: run.gmsaDesign,
       podLogsRoot: options.podLogsRoot,
       ...(options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs }),
+      ...(options.records === undefined ? {} : { records: options.records }),
+      ...(options.nodeName === undefined ? {} : { nodeName: options.nodeName }),
     });
     const rows = await observeRows(cri, results);
     const expected = new Map(run.expect.map((e) => [rowKey(e.pod, e.container), e]));

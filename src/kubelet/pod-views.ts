@@ -62,7 +62,7 @@ export function selectPods(views: readonly PodView[], names: readonly string[], 
   for (const wanted of names) {
     const [ns, name] = wanted.includes('/') ? (wanted.split('/', 2) as [string, string]) : [namespace, wanted];
     const matches = views.filter((v) => v.row.name === name && (ns === undefined || v.row.namespace === ns));
-    if (matches.length === 0) errors.push(`Error from server (NotFound): pods ${JSON.stringify(name)} not found${ns === undefined ? '' : ` in namespace ${JSON.stringify(ns)}`}`);
+    if (matches.length === 0) errors.push(`Error from server (NotFound): pods ${JSON.stringify(name)} not found`);
     else if (matches.length > 1) errors.push(`error: pod name ${JSON.stringify(name)} is ambiguous: it exists in namespaces ${matches.map((m) => m.row.namespace).join(', ')}; give -n NAMESPACE or NAMESPACE/NAME`);
     else if (!found.includes(matches[0]!)) found.push(matches[0]!);
   }

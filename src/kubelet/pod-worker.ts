@@ -135,7 +135,8 @@ const grpcCodeNames = [
 /** A gRPC error as Go's status error prints it: `rpc error: code = NotFound desc = …`. */
 export function grpcErrorString(err: unknown): string {
   const e = err as Partial<grpc.ServiceError>;
-  if (typeof e.code === 'number') return `rpc error: code = ${grpcCodeNames[e.code] ?? `Code(${e.code})`} desc = ${e.details ?? ''}`;
+  // grpc-js ends an unreachable endpoint's details with an empty "Resolution note: ": dropped.
+  if (typeof e.code === 'number') return `rpc error: code = ${grpcCodeNames[e.code] ?? `Code(${e.code})`} desc = ${(e.details ?? '').replace(/\.?\s*Resolution note:\s*$/, '')}`;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -16,12 +16,13 @@ import { recordFirstSync, type PodRecordStore } from './pod-records.js';
 import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
 import type { UserInfo } from './rbac.js';
 
+/** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
 export type PodRunResult =
   | { readonly stage: 'manifest'; readonly error: Error }
-  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError }
+  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number }
   /** The node runs a pod of that namespace and name already: a second create is refused (409). */
-  | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource }
-  | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome };
+  | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource; readonly durationMs?: number }
+  | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome; readonly durationMs?: number };
 
 /** How many pods go through their pass at the same time unless told otherwise. */
 export const defaultPodWorkers = 16;
@@ -61,15 +62,17 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
   // another would; a pod that never gets that far gives up its turn.
   const sandboxTurns = new TurnSequence();
   const runOne = async ({ pod, source }: LoadedPod, sandboxTurn: Turn): Promise<PodRunResult> => {
+    const began = performance.now();
+    const durationMs = (): number => performance.now() - began;
     try {
       const admission = admitPod(pod, { cluster, user: options.user, ...(options.design === undefined ? {} : { design: options.design }) });
-      if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error };
-      if (await nodeHas(pod)) return { stage: 'exists', pod, source };
+      if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
+      if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
       await options.records?.save(recordFirstSync(admission.pod, source, outcome));
-      return { stage: 'runtime', pod: admission.pod, source, outcome };
+      return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };
     } finally {
       sandboxTurn.release();
     }

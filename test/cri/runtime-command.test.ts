@@ -82,8 +82,9 @@ describe('cri-winsim runtime (command)', () => {
     const metrics = await runCli(['runtime', '--listen', 'unix:///nonexistent/cri.sock', '--metrics-addr', '0.0.0.0:9090']);
     expect(metrics.code).to.equal(1);
     expect(metrics.output).to.include('--metrics-addr "0.0.0.0:9090": host must be a loopback address');
+    // A flag value its parser refuses is a usage error: exit 2 (docs/cli.md).
     const gc = await runCli(['runtime', '--listen', 'unix:///nonexistent/cri.sock', '--idle-gc-seconds', 'soon']);
-    expect(gc.code).to.equal(1);
+    expect(gc.code).to.equal(2);
     expect(gc.output).to.include('--idle-gc-seconds must be a number of seconds from 0 to 3600, not "soon"');
   });
 

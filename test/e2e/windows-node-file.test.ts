@@ -80,16 +80,16 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
       const run = await runRuntimeCommand(dir(), ['--node', path]);
       expect(run.code, run.stderr).to.equal(1);
       const message = run.stderr.trim().split('\n').pop() ?? '';
-      expect(message.startsWith(`cri-winsim: ${expected(path)}`), message).to.equal(true);
+      expect(message.startsWith(`error: ${expected(path)}`), message).to.equal(true);
       expect(run.stdout + run.stderr).not.to.contain('cri-winsim runtime listening');
       expect(existsSync(join(dir(), 'cri.sock')), 'no socket').to.equal(false);
       expect(existsSync(join(dir(), 'state')), 'no state directory').to.equal(false);
     });
   }
 
-  it('an unknown --ad-mode is refused by the option parser', async () => {
+  it('an unknown --ad-mode is refused by the option parser (a usage error: exit 2)', async () => {
     const run = await runRuntimeCommand(dir(), ['--ad-mode', 'lenient']);
-    expect(run.code).to.equal(1);
+    expect(run.code).to.equal(2);
     expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are strict, realistic.");
     expect(existsSync(join(dir(), 'cri.sock'))).to.equal(false);
   });

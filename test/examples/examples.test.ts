@@ -66,12 +66,12 @@ interface PodJson {
   status?: { containerStatuses?: Array<{ name: string; state: { running?: object; terminated?: { exitCode: number; reason?: string; message?: string }; waiting?: { reason: string; message?: string } } }> };
 }
 
-/** `cri-winsim kubelet run FILES --cluster DIR --runtime-endpoint EP [--as U --as-group G] --gmsa-design D -o json`. */
+/** `cri-winsim kubelet run FILES --cluster DIR --container-runtime-endpoint EP [--as U --as-group G] --gmsa-design D -o json`. */
 async function kubeletRun(rt: RuntimeHandle, manifest: ExampleManifest, run: ExampleRun): Promise<KubeletCliRun> {
   const args = [
     cliPath, 'kubelet', 'run', ...run.pods,
     '--cluster', manifest.cluster,
-    '--runtime-endpoint', rt.endpoint,
+    '--container-runtime-endpoint', rt.endpoint,
     '--root-dir', join(rt.dir, 'kubelet'),
     '-o', 'json',
     ...(run.as === undefined ? [] : ['--as', run.as]),

@@ -168,7 +168,7 @@ describe('kubelet run --kubeconfig', function () {
   it('admits with the API server objects and runs the pod', async () => {
     const r = await runKubelet([
       'run', join(examples, 'pods', 'gmsa-pod-level.yaml'), join(examples, 'pods', 'gmsa-service-account-not-authorised.yaml'),
-      '--kubeconfig', join(rt.dir, 'kubeconfig'), '--runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '20',
+      '--kubeconfig', join(rt.dir, 'kubeconfig'), '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '20s',
     ]);
     expect(r.code).to.equal(1); // the second pod is refused
     expect(r.stderr).to.match(/^Error from server: error when creating ".*gmsa-service-account-not-authorised\.yaml": admission webhook "admission-webhook\.windows-gmsa\.sigs\.k8s\.io" denied the request: service account "reporting" is not authorized/);

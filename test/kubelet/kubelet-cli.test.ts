@@ -64,7 +64,7 @@ describe('cri-winsim kubelet run: the two pods of the Windows security context K
     rt = await startRuntime();
     result = await runKubelet([
       'run', pods('gmsa-pod-level.yaml'), pods('gmsa-container-level.yaml'),
-      '--cluster', cluster, '--runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '30', '-o', 'json',
+      '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '30s', '-o', 'json',
     ]);
   });
   after(async () => {
@@ -118,7 +118,7 @@ describe('cri-winsim kubelet run: the two pods of the Windows security context K
   });
 
   it('get lists the pods like kubectl get pods, and a second run of the same file is refused', async () => {
-    const get = await runKubelet(['get', 'pods', '--runtime-endpoint', rt.endpoint]);
+    const get = await runKubelet(['get', 'pods', '-n', 'contoso-apps', '--container-runtime-endpoint', rt.endpoint]);
     expect(get.code, get.stderr).to.equal(0);
     const lines = get.stdout.trimEnd().split('\n');
     expect(lines[0]).to.match(/^NAME +READY +STATUS +RESTARTS +AGE$/);
@@ -126,7 +126,7 @@ describe('cri-winsim kubelet run: the two pods of the Windows security context K
       ['webapp-gmsa', '2/2', 'Running', '0'],
       ['webapp-gmsa-with-logger', '2/2', 'Running', '0'],
     ]);
-    const again = await runKubelet(['run', pods('gmsa-pod-level.yaml'), '--cluster', cluster, '--runtime-endpoint', rt.endpoint]);
+    const again = await runKubelet(['run', pods('gmsa-pod-level.yaml'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint]);
     expect(again.code).to.equal(1);
     expect(again.stderr).to.equal(`Error from server (AlreadyExists): error when creating ${JSON.stringify(pods('gmsa-pod-level.yaml'))}: pods "webapp-gmsa" already exists\n`);
     expect(await sandboxNames(rt)).to.deep.equal(['webapp-gmsa', 'webapp-gmsa-with-logger']);
@@ -154,7 +154,7 @@ describe('cri-winsim kubelet run: runtime failures in pod status (--ad-mode stri
     );
     result = await runKubelet([
       'run', pods('gmsa-invalid-credspec.yaml'), pods('gmsa-node-not-authorised.yaml'), join(dir, 'unknown-user.yaml'), join(dir, 'no-image.yaml'),
-      '--cluster', cluster, '--runtime-endpoint', rt.endpoint, '-o', 'json',
+      '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '-o', 'json',
     ]);
   });
   after(async () => {
@@ -197,10 +197,10 @@ describe('cri-winsim kubelet run: runtime failures in pod status (--ad-mode stri
   });
 
   it('get shows the reasons and describe the Failed events with the message', async () => {
-    const get = await runKubelet(['get', '--runtime-endpoint', rt.endpoint]);
+    const get = await runKubelet(['get', '-A', '--container-runtime-endpoint', rt.endpoint]);
     const statuses = Object.fromEntries(get.stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/ {3,}/)).map((cells) => [cells[1], cells[3]]));
     for (const c of cases) expect(statuses[c.pod]).to.be.oneOf(['RunContainerError', 'CreateContainerError', 'StartError']);
-    const describe = await runKubelet(['describe', 'unknown-user', '--runtime-endpoint', rt.endpoint]);
+    const describe = await runKubelet(['describe', 'unknown-user', '--container-runtime-endpoint', rt.endpoint]);
     expect(describe.code).to.equal(0);
     expect(describe.stdout).to.match(/Warning +Failed +\S+ +kubelet +Error: .*The user name or password is incorrect\./);
     expect(describe.stdout).to.match(/State: +Waiting\n +Reason: +(RunContainerError|CreateContainerError)/);
@@ -228,7 +228,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
     expect((await crictlJson<{ containers: unknown[] }>(rt, ['ps', '-a', '-o', 'json'])).containers).to.deep.equal([]);
   });
 
-  const run = (...files: string[]) => runKubelet(['run', ...files, '--cluster', cluster, '--runtime-endpoint', rt.endpoint]);
+  const run = (...files: string[]) => runKubelet(['run', ...files, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint]);
   const pod = (name: string, extra = '') =>
     `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/nanoserver:ltsc2022\n${extra}`;
 
@@ -238,7 +238,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
     const r = await run(file);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(new RegExp(`^error: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: document 2: invalid YAML: .*\\(line \\d+, column \\d+\\)\\n`));
-    await runKubelet(['delete', 'fine', '--grace-period', '0', '--runtime-endpoint', rt.endpoint]);
+    await runKubelet(['delete', 'fine', '--grace-period', '0', '--container-runtime-endpoint', rt.endpoint]);
   });
 
   it('an unknown kind: file, document and the kind field', async () => {
@@ -265,7 +265,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
         '* spec.containers[1].name: Required value\n',
     );
     // The valid document of the same file is a pod of its own: it ran; remove it for the check.
-    const del = await runKubelet(['delete', 'ok-but-not-alone', '--grace-period', '0', '--runtime-endpoint', rt.endpoint]);
+    const del = await runKubelet(['delete', 'ok-but-not-alone', '--grace-period', '0', '--container-runtime-endpoint', rt.endpoint]);
     expect(del.stdout).to.equal('pod "ok-but-not-alone" deleted\n');
   });
 
@@ -273,7 +273,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
     const brokenCluster = join(dir, 'cluster');
     await mkdir(brokenCluster);
     await writeFile(join(brokenCluster, 'sa.yaml'), 'apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: webapp\n  namespace: default\n---\napiVersion: v1\nkind: Namespace\nmetadata: {}\n');
-    const r = await runKubelet(['run', pods('run-as-username-pod.yaml'), '--cluster', brokenCluster, '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['run', pods('run-as-username-pod.yaml'), '--cluster', brokenCluster, '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.equal(
       `error: ${join(brokenCluster, 'sa.yaml')}: document 2: metadata.name: Required value: name or generateName is required\n` +
@@ -291,7 +291,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
   });
 
   it('the KEP ConfigMap design refuses a requesting user without `use` (--as)', async () => {
-    const r = await runKubelet(['run', pods('gmsa-configmap-design.yaml'), '--cluster', cluster, '--runtime-endpoint', rt.endpoint, '--as', 'mallory', '--as-group', 'contractors']);
+    const r = await runKubelet(['run', pods('gmsa-configmap-design.yaml'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--as', 'mallory', '--as-group', 'contractors']);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.equal(
       `Error from server (Forbidden): error when creating ${JSON.stringify(pods('gmsa-configmap-design.yaml'))}: pods "webserver-kep" is forbidden: user "mallory" is not authorized to \`use\` GMSA ConfigMap "webserver-credspec" in namespace "contoso-apps"\n`,
@@ -306,7 +306,7 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   before(async function () {
     requireCriTool(this, 'crictl');
     rt = await startRuntime();
-    const r = await runKubelet(['run', pods('run-as-username-pod.yaml'), pods('run-as-username-container.yaml'), '--cluster', cluster, '--runtime-endpoint', rt.endpoint, '--wait-ready']);
+    const r = await runKubelet(['run', pods('run-as-username-pod.yaml'), pods('run-as-username-container.yaml'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready']);
     expect(r.code, r.stderr).to.equal(0);
   });
   after(async () => {
@@ -314,7 +314,7 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   });
 
   it('get -o yaml: phase, conditions and container statuses', async () => {
-    const r = await runKubelet(['get', 'pods', 'run-as-username-container-demo', '-o', 'json', '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['get', 'pods', 'run-as-username-container-demo', '-o', 'json', '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code, r.stderr).to.equal(0);
     const pod = JSON.parse(r.stdout) as PodJson & { status: { conditions: { type: string; status: string }[] }; spec: { nodeName: string } };
     expect(pod.status.phase).to.equal('Running');
@@ -327,7 +327,7 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   });
 
   it('describe lists containers and the kubelet events', async () => {
-    const r = await runKubelet(['describe', 'pod', 'run-as-username-pod-demo', '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['describe', 'pod', 'run-as-username-pod-demo', '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.match(/^Name: +run-as-username-pod-demo\nNamespace: +default\n/);
     expect(r.stdout).to.match(/Run As User: +ContainerUser/);
@@ -336,19 +336,19 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   });
 
   it('an unknown pod is NotFound and exits 1', async () => {
-    const r = await runKubelet(['describe', 'nope', '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['describe', 'nope', '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.equal('Error from server (NotFound): pods "nope" not found\n');
   });
 
   it('delete stops and removes every container and sandbox', async () => {
-    const r = await runKubelet(['delete', '--all', '--grace-period', '1', '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['delete', '--all', '--grace-period', '1', '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.equal('pod "run-as-username-container-demo" deleted\npod "run-as-username-pod-demo" deleted\n');
     expect(await sandboxNames(rt)).to.deep.equal([]);
     expect((await crictlJson<{ containers: unknown[] }>(rt, ['ps', '-a', '-o', 'json'])).containers).to.deep.equal([]);
-    const get = await runKubelet(['get', '--runtime-endpoint', rt.endpoint]);
-    expect(get.stderr).to.equal('No resources found\n');
+    const get = await runKubelet(['get', '--container-runtime-endpoint', rt.endpoint]);
+    expect(get.stderr).to.equal('No resources found in default namespace.\n');
   });
 });
 
@@ -372,7 +372,7 @@ describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', fun
 
   it('creates, replaces and deletes pods as files are added, changed and removed, and stops on SIGTERM', async () => {
     // A resync far beyond the test: every change below must come from the directory watch.
-    const loop = await startSyncLoop(['--pod-manifest-path', manifests, '--cluster', cluster, '--runtime-endpoint', rt.endpoint, '--log-level', 'info'], 'watching the pod manifest path');
+    const loop = await startSyncLoop(['--pod-manifest-path', manifests, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--log-level', 'info'], 'watching the pod manifest path');
     try {
       await writeFile(join(manifests, 'web.yaml'), podFile('ping -t localhost'));
       const first = await eventually('the pod of the new file', async () => (await containersOf(rt, 'web')).find((c) => c.state === 'CONTAINER_RUNNING'));
@@ -396,8 +396,8 @@ describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', fun
   });
 
   it('refuses a directory that does not exist', async () => {
-    const r = await runKubelet(['--pod-manifest-path', join(manifests, 'missing'), '--cluster', cluster, '--runtime-endpoint', rt.endpoint]);
+    const r = await runKubelet(['--pod-manifest-path', join(manifests, 'missing'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code).to.equal(1);
-    expect(r.stderr).to.equal(`cri-winsim: --pod-manifest-path ${join(manifests, 'missing')}: not a directory\n`);
+    expect(r.stderr).to.equal(`error: --pod-manifest-path ${join(manifests, 'missing')}: not a directory\n`);
   });
 });
