@@ -77,6 +77,7 @@ import { RuntimeError } from './errors.js';
 import { imageFsInfo, imageStatus, listImages, pullImage, removeImage } from './image-service.js';
 import { SimulatedRegistry } from './images/catalogue.js';
 import { listMetricDescriptors, listPodSandboxMetrics } from './metrics.js';
+import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
 import { registerBuiltinCommands } from './process/builtin-commands.js';
 import { defaultCommandRegistry, type CommandRegistry } from './process/command-registry.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
@@ -106,7 +107,10 @@ export interface NodeRuntimeOptions {
   /** Simulated pull latency in milliseconds. Default 5. */
   pullDelayMs?: number;
   cgroupDriver?: 'systemd' | 'cgroupfs';
-  /** Pod CIDR used until UpdateRuntimeConfig sets one. Default 10.88.0.0/16. */
+  /**
+   * Pod CIDR used until UpdateRuntimeConfig sets one: a range inside 127.0.0.0/8 (every pod IP
+   * is a real loopback address). Default 127.10.0.0/16; nodes of one process each get their own.
+   */
   podCidr?: string;
   /** References pulled at open (e.g. the pause image). */
   preloadImages?: string[];
@@ -142,6 +146,7 @@ export class NodeRuntime implements CriRuntime {
       cgroupDriver: options.cgroupDriver ?? 'systemd',
       windows: options.windows ?? {},
     };
+    const podCidr = loopbackPodCidr(options.podCidr ?? DEFAULT_POD_CIDR, 'podCidr');
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
@@ -166,7 +171,7 @@ export class NodeRuntime implements CriRuntime {
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
+      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '' },
       windows,
       load,
       nextHostPid: () => ++hostPid,

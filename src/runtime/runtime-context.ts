@@ -7,6 +7,7 @@ import type { CommandRegistry } from './process/command-registry.js';
 import type { ContainerStore } from './store/container-store.js';
 import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';
+import type { PodIpPool } from './network/pod-ip-pool.js';
 import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
 /** Settings of a runtime instance after defaults are applied. */
@@ -25,10 +26,11 @@ export interface RuntimeSettings {
   windows: WindowsRuntimeOptions;
 }
 
-/** Mutable node-level settings changed through UpdateRuntimeConfig. */
+/** The node's pod network: pod IPs from the pod CIDR (changed through UpdateRuntimeConfig). */
 export interface NetworkSettings {
-  podCidr: string;
-  nextHost: number;
+  readonly podIps: PodIpPool;
+  /** A pod CIDR the kubelet sent that is not loopback: recorded, not used (docs/streaming.md). */
+  kubeletPodCidr: string;
 }
 
 /**
