@@ -78,6 +78,17 @@ import { imageFsInfo, imageStatus, listImages, pullImage, removeImage } from './
 import { SimulatedRegistry } from './images/catalogue.js';
 import { listMetricDescriptors, listPodSandboxMetrics } from './metrics.js';
 import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
+import { SandboxSockets } from './network/sandbox-sockets.js';
+import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
+import { exec } from './container-exec.js';
+import { attach } from './container-attach.js';
+import { portForward } from './sandbox-port-forward.js';
+import type { ExecRequest__Output } from '../generated/runtime/v1/ExecRequest.js';
+import type { ExecResponse } from '../generated/runtime/v1/ExecResponse.js';
+import type { AttachRequest__Output } from '../generated/runtime/v1/AttachRequest.js';
+import type { AttachResponse } from '../generated/runtime/v1/AttachResponse.js';
+import type { PortForwardRequest__Output } from '../generated/runtime/v1/PortForwardRequest.js';
+import type { PortForwardResponse } from '../generated/runtime/v1/PortForwardResponse.js';
 import { registerBuiltinCommands } from './process/builtin-commands.js';
 import { defaultCommandRegistry, type CommandRegistry } from './process/command-registry.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
@@ -112,6 +123,8 @@ export interface NodeRuntimeOptions {
    * is a real loopback address). Default 127.10.0.0/16; nodes of one process each get their own.
    */
   podCidr?: string;
+  /** Where the streaming server listens (`host:port` on loopback; port 0: a free one). Default 127.0.0.1:0. */
+  streamingAddress?: string;
   /** References pulled at open (e.g. the pause image). */
   preloadImages?: string[];
   runtimeName?: string;
@@ -147,6 +160,8 @@ export class NodeRuntime implements CriRuntime {
       windows: options.windows ?? {},
     };
     const podCidr = loopbackPodCidr(options.podCidr ?? DEFAULT_POD_CIDR, 'podCidr');
+    const streamingAddress = options.streamingAddress ?? '127.0.0.1:0';
+    parseStreamingAddress(streamingAddress);
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
@@ -162,6 +177,13 @@ export class NodeRuntime implements CriRuntime {
     // would print the key twice.
     const load = new CallLoad();
     const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load);
+    let streaming: StreamingServer;
+    try {
+      streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
+    } catch (err) {
+      await windows.close();
+      throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
     const ctx: RuntimeContext = {
       settings,
       logger,
@@ -171,7 +193,8 @@ export class NodeRuntime implements CriRuntime {
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '' },
+      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets() },
+      streaming,
       windows,
       load,
       nextHostPid: () => ++hostPid,
@@ -206,6 +229,7 @@ export class NodeRuntime implements CriRuntime {
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
     this.listeners.clear();
+    await this.ctx.streaming.close();
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();
@@ -292,6 +316,19 @@ export class NodeRuntime implements CriRuntime {
   }
   execSync(req: ExecSyncRequest__Output): Promise<ExecSyncResponse> {
     return this.call('ExecSync', () => execSync(this.ctx, req));
+  }
+  exec(req: ExecRequest__Output): Promise<ExecResponse> {
+    return this.call('Exec', () => exec(this.ctx, req));
+  }
+  attach(req: AttachRequest__Output): Promise<AttachResponse> {
+    return this.call('Attach', () => attach(this.ctx, req));
+  }
+  portForward(req: PortForwardRequest__Output): Promise<PortForwardResponse> {
+    return this.call('PortForward', () => portForward(this.ctx, req));
+  }
+  /** The streaming server's base URL (http://127.0.0.1:port). */
+  get streamingUrl(): string {
+    return this.ctx.streaming.url;
   }
   containerStats(req: ContainerStatsRequest__Output): Promise<ContainerStatsResponse> {
     return this.call('ContainerStats', () => containerStats(this.ctx, req));
