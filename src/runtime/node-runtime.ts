@@ -79,6 +79,7 @@ import { SimulatedRegistry } from './images/catalogue.js';
 import { listMetricDescriptors, listPodSandboxMetrics } from './metrics.js';
 import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
 import { SandboxSockets } from './network/sandbox-sockets.js';
+import { HostPorts } from './network/host-ports.js';
 import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
 import { exec } from './container-exec.js';
 import { attach } from './container-attach.js';
@@ -193,7 +194,7 @@ export class NodeRuntime implements CriRuntime {
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets() },
+      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets(), hostPorts: new HostPorts() },
       streaming,
       windows,
       load,
@@ -230,6 +231,7 @@ export class NodeRuntime implements CriRuntime {
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
     this.listeners.clear();
     await this.ctx.streaming.close();
+    this.ctx.network.hostPorts.releaseAll();
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();

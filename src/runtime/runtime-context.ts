@@ -9,6 +9,7 @@ import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';
 import type { PodIpPool } from './network/pod-ip-pool.js';
 import type { SandboxSockets } from './network/sandbox-sockets.js';
+import type { HostPorts } from './network/host-ports.js';
 import type { StreamingServer } from './streaming/streaming-server.js';
 import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
@@ -35,6 +36,8 @@ export interface NetworkSettings {
   kubeletPodCidr: string;
   /** Port-forward connections per sandbox, ended at StopPodSandbox. */
   readonly forwards: SandboxSockets;
+  /** Host ports bound for sandboxes' port mappings, released at StopPodSandbox. */
+  readonly hostPorts: HostPorts;
 }
 
 /**

@@ -51,6 +51,9 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
     const hostname = config.hostname !== '' ? config.hostname : metadata.name;
     const ip = ctx.network.podIps.allocate();
     cleanup.defer(`release pod IP ${ip}`, () => ctx.network.podIps.release(ip));
+    await ctx.network.hostPorts.bind({ id, name, ip }, config.port_mappings, (m) =>
+      ctx.logger.warn({ podSandboxId: id, hostPort: m.host_port, protocol: m.protocol }, 'host port not bound: the simulator forwards TCP host ports only'));
+    cleanup.defer(`release host ports of ${id}`, () => ctx.network.hostPorts.release(id));
     const ociSpec = composeSpec(
       os,
       withProcessArgs(os === 'windows' ? ['c:\\windows\\system32\\cmd.exe', '/c', 'pause.exe'] : ['/pause']),

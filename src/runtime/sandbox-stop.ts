@@ -35,6 +35,7 @@ export async function stopSandbox(ctx: RuntimeContext, sandbox: SandboxRecord): 
     // The network is torn down at stop (containerd's teardownPodNetwork): the IP is free again,
     // and port-forward connections into the pod end.
     ctx.network.forwards.closeAll(sandbox.id);
+    ctx.network.hostPorts.release(sandbox.id);
     ctx.network.podIps.release(sandbox.ip);
     ctx.logger.info({ podSandboxId: sandbox.id }, 'pod sandbox stopped');
     publishEvent(ctx, sandbox.id, sandbox.id, ContainerEventType.STOPPED);

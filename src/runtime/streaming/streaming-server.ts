@@ -18,6 +18,7 @@ import { SpdyConnection, type SpdyStream } from './spdy-connection.js';
 /** Port-forward's protocol, over SPDY and tunnelled through WebSocket by kubectl and crictl. */
 export const PORT_FORWARD_PROTOCOL = 'portforward.k8s.io';
 const SPDY_TUNNEL_PROTOCOL = `SPDY/3.1+${PORT_FORWARD_PROTOCOL}`;
+const TUNNEL_ALIAS = 'cri-winsim.spdy-tunnel';
 /** How long a client may take to open the streams it announced (kubelet's StreamCreationTimeout). */
 export const STREAM_CREATION_TIMEOUT_MS = 30_000;
 /** Sessions served at once; more get 429 (our bound; the kubelet bounds tokens only). */
@@ -44,6 +45,10 @@ export class StreamingServer {
   private base = '';
 
   private constructor(private readonly logger: Logger) {
+    this.ws.on('headers', (headers: string[]) => {
+      const at = headers.indexOf(`Sec-WebSocket-Protocol: ${TUNNEL_ALIAS}`);
+      if (at >= 0) headers[at] = `Sec-WebSocket-Protocol: ${SPDY_TUNNEL_PROTOCOL}`;
+    });
     this.server = createServer((req, res) => this.onRequest(req, res));
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(req, socket, head));
     this.server.on('connection', (socket: Socket) => {
@@ -212,8 +217,15 @@ export class StreamingServer {
       rawResponse(socket, 403, `requested protocol(s) are not supported: [${offered.join(' ')}]; supports [${serverProtocols.join(' ')}]\n`);
       return;
     }
+    // `SPDY/3.1+portforward.k8s.io` is not an RFC 7230 token (the `/`), which ws refuses: it goes
+    // through ws under a token alias and the response names it again as the client offered it.
+    let expected = protocol;
+    if (protocol === SPDY_TUNNEL_PROTOCOL) {
+      expected = TUNNEL_ALIAS;
+      req.headers['sec-websocket-protocol'] = TUNNEL_ALIAS;
+    }
     this.ws.handleUpgrade(req, socket, head, (client: WebSocket) => {
-      if (client.protocol !== protocol) {
+      if (client.protocol !== expected) {
         client.terminate();
         return;
       }
