@@ -19,9 +19,9 @@ export function attach(ctx: RuntimeContext, req: AttachRequest__Output): AttachR
 
 /**
  * Streams what the main process writes from now on (as containerd's attach does; earlier output
- * is in the log) until it exits, then reports its exit code. Input is taken and dropped: the
- * emulator's programs read their input at start, so a running main process has none to read
- * (docs/streaming.md). The client detaching leaves the container running.
+ * is in the log) until it exits, then reports its exit code. Input goes to the main process's
+ * stdin when its config has `stdin: true` (an interactive sh, cmd or powershell reads it line by
+ * line); otherwise it is dropped. The client detaching leaves the container running.
  */
 export function runAttachSession(ctx: RuntimeContext, containerId: string, session: RemoteCommandSession): void {
   const container = ctx.containers.get(containerId);
@@ -48,6 +48,14 @@ export function runAttachSession(ctx: RuntimeContext, containerId: string, sessi
     if (writer.tap === tap) writer.tap = previous;
   };
   session.once('close', detach);
+  const stdin = container.live.stdin;
+  if (session.options.stdin && stdin !== undefined) {
+    session.on('stdin', (data: Buffer) => stdin.write(data.toString('utf8')));
+    // With `stdin_once` the main process's input ends when the first attached client closes it.
+    session.once('stdin-end', () => {
+      if (container.config.stdin_once) stdin.close();
+    });
+  }
   process.onExit((exit) => {
     detach();
     if (!session.closed) session.finish({ exitCode: exit.exitCode, command: container.args });
