@@ -131,12 +131,13 @@ describe('runtime: sandbox and container lifecycle', () => {
     await pull(fx.runtime, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
     const sb = await runSandbox(fx.runtime);
     const shared = await createContainer(fx.runtime, sb, {}, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
-    const own = await createContainer(fx.runtime, sb, { linux: { resources: null, security_context: securityContext({ namespace_options: OWN_PID_NAMESPACE }) } }, 'registry.k8s.io/e2e-test-images/nginx:1.14-2');
+    // Its own nginx would find port 80 of the pod taken (one network namespace): it runs nginx -v's sibling, a sleep.
+    const own = await createContainer(fx.runtime, sb, { command: ['sleep', '3600'], linux: { resources: null, security_context: securityContext({ namespace_options: OWN_PID_NAMESPACE }) } });
     await fx.runtime.startContainer({ container_id: shared });
     await fx.runtime.startContainer({ container_id: own });
     const cmdline = async (id: string) => String((await fx.runtime.execSync({ container_id: id, cmd: ['cat', '/proc/1/cmdline'], timeout: '5' })).stdout);
     expect(await cmdline(shared)).to.equal('/pause\0');
-    expect(await cmdline(own)).to.equal('nginx: master process nginx -g daemon off;');
+    expect(await cmdline(own)).to.equal('sleep\x003600\0');
     const seen = String((await fx.runtime.execSync({ container_id: shared, cmd: ['pgrep', 'nginx'], timeout: '5' })).stdout).trim().split('\n');
     expect(seen).to.have.length(1);
     await fx.runtime.stopContainer({ container_id: shared, timeout: '5' });
