@@ -166,6 +166,9 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
             expect(page.body).to.contain('Welcome to nginx!');
           }
           expect(out).to.contain(`Handling connection for ${port}`);
+          // 100 connections at once: one stream pair each on the same connection.
+          const pages = await Promise.all(Array.from({ length: 100 }, () => get(`http://127.0.0.1:${port}/`)));
+          expect(pages.filter((p) => p.status === 200 && p.body.includes('Welcome to nginx!'))).to.have.length(100);
         } finally {
           child.kill('SIGKILL');
           await new Promise((r) => child.once('close', r));
