@@ -8,7 +8,7 @@ import { readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { crictlConfigFile, crictlJson, runCrictl } from '../support/crictl.js';
-import { criToolPath, requireCriTool } from '../support/paths.js';
+import { cliPath, criToolPath, repoRoot, requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
 
@@ -76,15 +76,24 @@ function socketsOf(pid: number): number {
   }).length;
 }
 
+/** GET, retried for a few seconds while nothing listens yet (a server binds after its start). */
 async function get(url: string): Promise<{ status: number; body: string }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-  return { status: res.status, body: await res.text() };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      return { status: res.status, body: await res.text() };
+    } catch (err) {
+      if (attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 describe('crictl streaming and pod network against cri-winsim runtime', function () {
   this.timeout(60_000);
   let rt: RuntimeHandle | undefined;
   const ids = { pod: '', box: '', web: '', shell: '', podIp: '' };
+  let podRange = '';
   const runtime = (): RuntimeHandle => {
     if (!rt) throw new Error('the runtime is not running (see the before all hook)');
     return rt;
@@ -94,7 +103,9 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
 
   before(async function () {
     requireCriTool(this, 'crictl');
-    rt = await startRuntime({ name: 'streaming-e2e', args: ['--pod-cidr', '127.10.0.0/16'] });
+    // A range of its own: another runtime on this machine may be using the default one.
+    podRange = `127.${100 + Math.floor(Math.random() * 100)}.0.0/16`;
+    rt = await startRuntime({ name: 'streaming-e2e', args: ['--pod-cidr', podRange] });
     const dir = rt.dir;
     await crictl(['pull', BUSYBOX]);
     await crictl(['pull', NGINX]);
@@ -118,8 +129,8 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
     await rt?.stop();
   });
 
-  it('gives the pod a loopback IP from --pod-cidr, shown by crictl inspectp', () => {
-    expect(ids.podIp).to.equal('127.10.0.2');
+  it('gives the pod the first loopback IP of --pod-cidr, shown by crictl inspectp', () => {
+    expect(ids.podIp).to.equal(podRange.replace('.0.0/16', '.0.2'));
   });
 
   it('serves nginx for real on the pod IP (port 80)', async () => {
@@ -176,6 +187,57 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
       });
     });
   }
+
+  describe('through the fake kubelet (cri-winsim kubelet exec|port-forward)', () => {
+    const kubelet = (args: string[], input?: string) => new Promise<Run>((resolve, reject) => {
+      const rtm = runtime();
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
+      child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+      child.stdin.end(input ?? '');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('error', reject);
+      child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+    });
+
+    before(async () => {
+      const file = join(runtime().dir, 'kpod.yaml');
+      writeFileSync(file, 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: kweb\nspec:\n  containers:\n  - name: nginx\n    image: registry.k8s.io/e2e-test-images/nginx:1.14-2\n');
+      const run = await kubelet(['--cluster', join(repoRoot, 'examples', 'cluster'), 'run', file]);
+      expect(run.code, run.stderr).to.equal(0);
+    });
+
+    it('kubelet exec prints the output and exits with the command\'s code; -i passes stdin', async () => {
+      const res = await kubelet(['exec', 'kweb', '--', 'sh', '-c', 'echo from kubelet; exit 4']);
+      expect(res.stdout).to.equal('from kubelet\n');
+      expect(res.code).to.equal(4);
+      const cat = await kubelet(['exec', '-i', 'kweb', '-c', 'nginx', '--', 'cat'], 'piped\n');
+      expect(cat.stdout).to.equal('piped\n');
+      const missing = await kubelet(['exec', 'nope', '--', 'true']);
+      expect(missing.stderr).to.equal('error: pods "nope" not found\n');
+      expect(missing.code).to.equal(1);
+    });
+
+    it('kubelet port-forward carries HTTP to the pod', async () => {
+      const port = await freePort();
+      const rtm = runtime();
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      try {
+        let out = '';
+        child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });
+        const deadline = Date.now() + 10_000;
+        while (!out.includes(`Forwarding from 127.0.0.1:${port} -> 80`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const pages = await Promise.all([1, 2, 3].map(() => get(`http://127.0.0.1:${port}/`)));
+        expect(pages.map((p) => p.status)).to.deep.equal([200, 200, 200]);
+        expect(out).to.contain(`Handling connection for ${port}`);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('close', r));
+      }
+    });
+  });
 
   describe('then', () => {
     it('exec -it under a pseudo-terminal: echo, CRLF, the prompt, and the exit code', async function () {
@@ -240,7 +302,7 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
       await crictl(['rmp', '-f', ids.pod]);
       await new Promise((r) => setTimeout(r, 200));
       await fetch(`http://${ids.podIp}/`, { signal: AbortSignal.timeout(5000) }).then(
-        () => expect.fail('the pod IP still answers'),
+        async () => expect.fail(`the pod IP still answers: ${(await crictl(['pods', '-v'])).stdout}`),
         (err: Error) => expect(String((err.cause as Error | undefined)?.message ?? err.message)).to.match(/ECONNREFUSED/),
       );
       expect(socketsOf(runtime().pid)).to.be.at.most(before);
