@@ -322,6 +322,8 @@ export class SpdyConnection extends EventEmitter {
     payload.writeUInt32BE(GOAWAY_OK, 4);
     this.sendRaw(controlFrame(FrameType.GOAWAY, 0, payload));
     const finish = (): void => {
+      // Destroyed meanwhile (the socket went away): nothing is left to write.
+      if (this.closed) return;
       if (this.outbox.length > 0 || this.sending) {
         setImmediate(finish);
         return;
