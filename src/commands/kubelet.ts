@@ -39,7 +39,8 @@ import { withExamples } from './help-examples.js';
 import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, nodeSettings, requestUser, type NodeSettings } from './kubelet-flags.js';
 import { kubeletGet, noResourcesText, outputFlag, podNames, printable, selectViews, selectorFlag, type GetFlags } from './kubelet-get.js';
 import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kubelet-logs.js';
-import { withRuntime } from './kubelet-runtime.js';
+import { connectRuntime, withRuntime } from './kubelet-runtime.js';
+import { kubeletStreamingCommands } from './kubelet-streaming.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const io = {
@@ -471,6 +472,20 @@ export function kubeletCommand(): Command {
   ]);
   kubelet.addCommand(exec);
 
+  // attach and port-forward stream through the runtime's streaming server; exec above uses ExecSync.
+  const streaming = kubeletStreamingCommands<NodeSettings>({
+    connect: (settings) => connectRuntime(settings),
+    callTimeoutMs: (settings) => settings.callTimeoutMs,
+    options: (c) => ({ ...c.optsWithGlobals<Record<string, unknown>>(), ...nodeSettings(c, io.err) }),
+  });
+  const examples: Record<string, (readonly [string, string])[]> = {
+    attach: [["Attach to the main process of a pod's first container, passing stdin", 'cri-winsim kubelet attach web -i']],
+    'port-forward': [['Forward 127.0.0.1:8080 to port 80 of a pod (Ctrl-C stops)', 'cri-winsim kubelet port-forward webapp-gmsa 8080:80 -n contoso-apps']],
+  };
+  for (const sub of streaming) {
+    const subExamples = examples[sub.name()];
+    if (subExamples !== undefined) kubelet.addCommand(withExamples(sub, subExamples));
+  }
   for (const sub of kubelet.commands) sub.configureHelp({ showGlobalOptions: true });
   return kubelet;
 }

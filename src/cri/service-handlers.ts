@@ -11,14 +11,8 @@ import { encodedFromCache } from './list-encoding.js';
  * itself adds: the cached list encodings, the server streams it serves, and the reasons below.
  */
 
-/** Exec, Attach and PortForward answer with the URL of a streaming server, which the simulator does not run. */
-const NO_STREAMING_SERVER = 'the simulator has no streaming server';
-
 /** Why an RPC is not offered (the UNIMPLEMENTED message after the RPC's name). */
 const NOT_OFFERED: Readonly<Record<string, string>> = {
-  Exec: `${NO_STREAMING_SERVER}; use ExecSync (crictl exec -s)`,
-  Attach: `${NO_STREAMING_SERVER}; read the container log instead (crictl logs)`,
-  PortForward: NO_STREAMING_SERVER,
   CheckpointContainer: 'simulated containers cannot be checkpointed',
   // The v1.36 server streams: on UNIMPLEMENTED clients fall back to the List* RPC.
   StreamPodSandboxes: 'use ListPodSandbox',

@@ -1,6 +1,7 @@
 import { merged } from '../merged.js';
 import type { ExecutionTarget } from './process/command-registry.js';
 import type { ContainerFiles } from './process/container-files.js';
+import { CONTAINER_STDIN_KEY, type ContainerStdin } from './process/container-stdin.js';
 import type { ProcessTable } from './process/process-table.js';
 import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
@@ -27,6 +28,7 @@ class ContainerExecutionTarget implements ExecutionTarget {
     private readonly ctx: RuntimeContext,
     private readonly container: ContainerRecord,
     sandbox: SandboxRecord | undefined,
+    stdin?: ContainerStdin,
   ) {
     const spec = ctx.containers.specOf(container);
     this.containerId = container.id;
@@ -35,7 +37,11 @@ class ContainerExecutionTarget implements ExecutionTarget {
     this.hostname = spec.hostname;
     this.ociSpec = spec;
     this.user = container.user;
-    this.platform = merged(containerPlatform(ctx, container), { podIp: sandbox?.ip ?? '', stdinOpen: ctx.containers.configOf(container).stdin });
+    this.platform = merged(containerPlatform(ctx, container), {
+      podIp: sandbox?.ip ?? '',
+      stdinOpen: ctx.containers.configOf(container).stdin,
+      ...(stdin === undefined ? {} : { [CONTAINER_STDIN_KEY]: stdin }),
+    });
     this.processes = container.processes;
   }
 
@@ -45,8 +51,9 @@ class ContainerExecutionTarget implements ExecutionTarget {
   }
 }
 
-export function executionTarget(ctx: RuntimeContext, container: ContainerRecord): ExecutionTarget {
-  return new ContainerExecutionTarget(ctx, container, ctx.sandboxes.get(container.sandboxId));
+/** `stdin`: the main process's input channel (only the init process's target carries it). */
+export function executionTarget(ctx: RuntimeContext, container: ContainerRecord, stdin?: ContainerStdin): ExecutionTarget {
+  return new ContainerExecutionTarget(ctx, container, ctx.sandboxes.get(container.sandboxId), stdin);
 }
 
 /**

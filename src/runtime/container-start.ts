@@ -2,6 +2,7 @@ import type { StartContainerRequest__Output } from '../generated/runtime/v1/Star
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
 import { executionTarget, processEnvironment } from './container-process.js';
+import { ContainerStdin } from './process/container-stdin.js';
 import { prepareWindowsStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
@@ -79,11 +80,14 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
 }
 
 function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter): SimulatedProcess {
+  // A config with `stdin: true` gives the main process an input that attached clients write to.
+  const stdin = ctx.containers.configOf(container).stdin ? new ContainerStdin() : undefined;
+  container.live.stdin = stdin;
   try {
     return SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(ctx, container),
+      target: executionTarget(ctx, container, stdin),
       argv: container.args,
       env: processEnvironment(ctx, container),
       io: writer,

@@ -1,5 +1,8 @@
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
+import { containerAttachRpcs } from './container-attach.js';
+import { containerExecRpcs } from './container-exec.js';
 import { execSyncRpcs } from './container-exec-sync.js';
+import { sandboxPortForwardRpcs } from './sandbox-port-forward.js';
 import { containerCreateRpcs } from './container-create.js';
 import { containerRemoveRpcs } from './container-remove.js';
 import { containerStartRpcs } from './container-start.js';
@@ -18,7 +21,7 @@ import { versionRpcs } from './version.js';
 
 /**
  * Every RPC the simulated runtime serves, with its handler: the tables of the handler files.
- * Exec, Attach, PortForward, CheckpointContainer and the server streams are not among them (the
+ * CheckpointContainer and the server streams are not among them (the
  * gRPC edge answers UNIMPLEMENTED; GetContainerEvents is `subscribeContainerEvents`).
  */
 export const RUNTIME_RPCS = {
@@ -34,6 +37,9 @@ export const RUNTIME_RPCS = {
   ...containerStatusRpcs,
   ...containerUpdateRpcs,
   ...execSyncRpcs,
+  ...containerExecRpcs,
+  ...containerAttachRpcs,
+  ...sandboxPortForwardRpcs,
   ...statsRpcs,
   ...metricsRpcs,
   ...imageServiceRpcs,

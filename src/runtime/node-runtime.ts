@@ -14,6 +14,10 @@ import { RandomSource } from './ids.js';
 import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
 import { SimulatedRegistry } from './images/catalogue.js';
+import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
+import { SandboxSockets } from './network/sandbox-sockets.js';
+import { HostPorts } from './network/host-ports.js';
+import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
 import { registerBuiltinCommands } from './process/builtin-commands.js';
 import { CommandRegistry } from './process/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
@@ -39,8 +43,13 @@ export interface NodeRuntimeOptions {
   /** Simulated pull latency in milliseconds. Default 5. */
   pullDelayMs?: number;
   cgroupDriver?: 'systemd' | 'cgroupfs';
-  /** Pod CIDR used until UpdateRuntimeConfig sets one. Default 10.88.0.0/16. */
+  /**
+   * Pod CIDR used until UpdateRuntimeConfig sets one: a range inside 127.0.0.0/8 (every pod IP
+   * is a real loopback address). Default 127.10.0.0/16; nodes of one process each get their own.
+   */
   podCidr?: string;
+  /** Where the streaming server listens (`host:port` on loopback; port 0: a free one). Default 127.0.0.1:0. */
+  streamingAddress?: string;
   /** References pulled at open (e.g. the pause image). */
   preloadImages?: string[];
   runtimeName?: string;
@@ -80,6 +89,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       cgroupDriver: options.cgroupDriver ?? 'systemd',
       windows: options.windows ?? {},
     };
+    const podCidr = loopbackPodCidr(options.podCidr ?? DEFAULT_POD_CIDR, 'podCidr');
+    const streamingAddress = options.streamingAddress ?? '127.0.0.1:0';
+    parseStreamingAddress(streamingAddress);
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
@@ -97,6 +109,13 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const random = new RandomSource();
     const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random);
     const interner = new Interner();
+    let streaming: StreamingServer;
+    try {
+      streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
+    } catch (err) {
+      await windows.close();
+      throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
     const ctx: RuntimeContext = {
       settings,
       logger,
@@ -106,7 +125,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
+      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets(), hostPorts: new HostPorts() },
+      streaming,
       windows,
       load,
       random,
@@ -145,6 +165,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
     this.listeners.clear();
+    await this.ctx.streaming.close();
+    this.ctx.network.hostPorts.releaseAll();
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();
@@ -177,6 +199,11 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     } finally {
       this.ctx.load.leave();
     }
+  }
+
+  /** The streaming server's base URL (http://127.0.0.1:port). */
+  get streamingUrl(): string {
+    return this.ctx.streaming.url;
   }
 
   subscribeContainerEvents(listener: (ev: ContainerEventResponse) => void): () => void {

@@ -1,4 +1,5 @@
 import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { ContainerStdin } from '../process/container-stdin.js';
 import type { ContainerMetadata__Output } from '../../generated/runtime/v1/ContainerMetadata.js';
 import type { ImageSpec__Output } from '../../generated/runtime/v1/ImageSpec.js';
 import type { Container } from '../../generated/runtime/v1/Container.js';
@@ -47,6 +48,8 @@ export class ContainerLive implements ExitObserver {
   logWriter: CriLogWriter | undefined = undefined;
   /** Exec processes running now, to kill them when the container stops (created with the first). */
   execs: Set<SimulatedProcess> | undefined = undefined;
+  /** The main process's standard input (config `stdin: true`), for CRI Attach. */
+  stdin: ContainerStdin | undefined = undefined;
   /** CPU time of finished exec processes, nanoseconds. */
   execCpuNanos = 0n;
   /** Files private to the container: the pod's, and what its processes wrote (ContainerStore.filesOf). */
