@@ -8,6 +8,7 @@
 import type { Command } from 'commander';
 import type { CriClient } from '../cri/proto.js';
 import { execInContainer } from '../kubelet/container-exec.js';
+import { execInPod } from '../kubelet/pod-streaming.js';
 import { streamContainerLog } from '../kubelet/container-logs.js';
 import type { NodeContainer } from '../kubelet/node-pods.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
@@ -116,9 +117,7 @@ export async function kubeletExec(args: string[], flags: ExecFlags, command: Com
   const [pod, ...cmd] = args;
   if (pod === undefined || cmd.length === 0) throw new UsageError('you must specify at least one command for the container');
   if (!process.argv.includes('--')) throw new UsageError('exec [POD] [COMMAND] is not supported anymore. Use exec [POD] -- [COMMAND] instead');
-  if (flags.stdin === true || flags.tty === true) {
-    throw new UsageError('-i/--stdin and -t/--tty need the runtime\'s streaming Exec, which this version does not use yet; run without them (the command gets no input)');
-  }
+  const interactive = flags.stdin === true || flags.tty === true;
   return withRuntime(settings, async (cri) => {
     const view = await findPod(cri, settings, pod.replace(/^pods?\//, ''), flags.namespace);
     if (view.status.phase === 'Succeeded' || view.status.phase === 'Failed') {
@@ -127,6 +126,23 @@ export async function kubeletExec(args: string[], flags: ExecFlags, command: Com
     const container = containerName(view, flags.container, io, (c) => `container ${c} not found in pod ${view.row.name}`);
     const running = attempts(view, container).find((c) => c.state === 'Running');
     if (running === undefined) throw new Error(`unable to upgrade connection: container not found (${JSON.stringify(container)})`);
+    if (interactive) {
+      // -i/-t: the runtime's streaming Exec (src/kubelet/pod-streaming.ts), as kubectl exec does.
+      const ref = { namespace: view.row.namespace, name: view.row.name, container };
+      const flagsIo = { stdin: flags.stdin === true, tty: flags.tty === true };
+      const streamIo = { ...(flagsIo.stdin ? { stdin: process.stdin } : {}), stdout: process.stdout, stderr: process.stderr, notice: (t: string) => io.err(t) };
+      const raw = flagsIo.tty && process.stdin.isTTY;
+      if (raw) process.stdin.setRawMode(true);
+      let code: number;
+      try {
+        code = await execInPod(cri, ref, cmd, flagsIo, streamIo, { callTimeoutMs: settings.callTimeoutMs });
+      } finally {
+        if (raw) process.stdin.setRawMode(false);
+        process.stdin.pause();
+      }
+      if (code !== 0) throw new ExitStatusError(`command terminated with exit code ${code}`, code);
+      return 0;
+    }
     const outcome = await execInContainer(cri, { containerId: running.id, command: cmd, callTimeoutMs: settings.callTimeoutMs });
     io.out(outcome.stdout);
     if (outcome.stderr.length > 0) io.err(outcome.stderr.toString('utf8'));

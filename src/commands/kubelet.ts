@@ -462,8 +462,8 @@ export function kubeletCommand(): Command {
     .argument('<pod>', 'the pod (NAME, pod/NAME or NAMESPACE/NAME)')
     .argument('[command...]', 'after --: the command and its arguments')
     .option('-c, --container <name>', 'the container (default: the only one, else the first, with a note)')
-    .option('-i, --stdin', 'pass stdin (needs streaming Exec: not yet)')
-    .option('-t, --tty', 'allocate a TTY (needs streaming Exec: not yet)')
+    .option('-i, --stdin', 'pass stdin to the container (streaming Exec)')
+    .option('-t, --tty', 'stdin is a TTY (streaming Exec)')
     .addOption(namespaceOption())
     .action(async (pod: string, commandLine: string[], flags: ExecFlags, command: Command) => exitWith(await kubeletExec([pod, ...commandLine], flags, command, io)));
   withExamples(exec, [

@@ -219,8 +219,8 @@ describe('CRI gRPC server (edge behaviour, fake runtime)', () => {
         .filter(([rpc, method]) => !method.responseStream && typeof (runtime as unknown as Record<string, unknown>)[rpcMethodName(rpc)] === 'function')
         .map(([rpc]) => [service, rpc] as const);
       const rpcs = [...offered(runtimeServiceDefinition(), cri.runtime), ...offered(imageServiceDefinition(), cri.image)];
-      // 25 RuntimeService and 5 ImageService RPCs: the runtime's whole contract (cri-runtime.ts).
-      expect(rpcs).to.have.length(30);
+      // 28 RuntimeService (Exec, Attach and PortForward included) and 5 ImageService RPCs: the runtime's whole contract (cri-runtime.ts).
+      expect(rpcs).to.have.length(33);
       for (const [service, rpc] of rpcs) {
         runtime.calls.length = 0;
         await unaryCall(service as never, rpc as never, {} as never).catch(() => undefined);

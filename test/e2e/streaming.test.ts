@@ -191,7 +191,7 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
   describe('through the fake kubelet (cri-winsim kubelet exec|port-forward)', () => {
     const kubelet = (args: string[], input?: string) => new Promise<Run>((resolve, reject) => {
       const rtm = runtime();
-      const child = spawn(process.execPath, [cliPath, 'kubelet', '--runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
@@ -216,14 +216,14 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
       const cat = await kubelet(['exec', '-i', 'kweb', '-c', 'nginx', '--', 'cat'], 'piped\n');
       expect(cat.stdout).to.equal('piped\n');
       const missing = await kubelet(['exec', 'nope', '--', 'true']);
-      expect(missing.stderr).to.equal('error: pods "nope" not found\n');
+      expect(missing.stderr).to.equal('Error from server (NotFound): pods "nope" not found\n');
       expect(missing.code).to.equal(1);
     });
 
     it('kubelet port-forward carries HTTP to the pod', async () => {
       const port = await freePort();
       const rtm = runtime();
-      const child = spawn(process.execPath, [cliPath, 'kubelet', '--runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
       try {
         let out = '';
         child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });

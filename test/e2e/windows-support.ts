@@ -14,6 +14,7 @@ import { DEFAULT_NODE_FILE } from '../../src/runtime/windows/default-node.js';
 import type { NodeFile } from '../../src/runtime/windows/node-directory.js';
 import { SimulatedRegistry } from '../../src/runtime/windows/simulated-registry.js';
 import type { WindowsRuntimeOptions } from '../../src/runtime/windows/windows-runtime.js';
+import { testPodCidr } from '../support/pod-cidr.js';
 
 export { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
 
@@ -144,7 +145,8 @@ export async function startInProcessRuntime(windows: WindowsRuntimeOptions, dir?
   const stateDir = join(root, 'state');
   let runtime: NodeRuntime;
   try {
-    runtime = await NodeRuntime.open({ stateDir, pullDelayMs: 0, windows });
+    // A loopback pod range of its own: serving containers bind port 80 on their pod IP.
+    runtime = await NodeRuntime.open({ stateDir, pullDelayMs: 0, windows, podCidr: testPodCidr() });
   } catch (err) {
     if (dir === undefined) await rm(root, { recursive: true, force: true });
     throw err;

@@ -291,7 +291,7 @@ describe('cri-winsim kubelet run: bad input starts nothing', function () {
   });
 
   it('the KEP ConfigMap design refuses a requesting user without `use` (--as)', async () => {
-    const r = await runKubelet(['run', pods('gmsa-configmap-design.yaml'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--as', 'mallory', '--as-group', 'contractors']);
+    const r = await runKubelet(['run', pods('gmsa-configmap-design.yaml'), '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--as', 'mallory', '--as-group', 'contractors', '--gmsa-design', 'kep-configmap']);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.equal(
       `Error from server (Forbidden): error when creating ${JSON.stringify(pods('gmsa-configmap-design.yaml'))}: pods "webserver-kep" is forbidden: user "mallory" is not authorized to \`use\` GMSA ConfigMap "webserver-credspec" in namespace "contoso-apps"\n`,

@@ -55,6 +55,7 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
     const results = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-configmap-design.yaml')], {
       cluster: new DirectoryClusterSource(join(examples, 'cluster')),
       user: requestingUser('mallory'),
+      design: 'kep-configmap',
       podLogsRoot: join(fx.dir, 'pods'),
     });
     expect(summarizePodRun(results[0]!)).to.deep.include({
