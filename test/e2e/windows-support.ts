@@ -179,6 +179,8 @@ export async function startInProcessRuntime(windows: WindowsRuntimeOptions, dir?
       closed = true;
       cri.close();
       await server.close();
+      // A crashed process loses its listening sockets with it: the streaming server goes too.
+      await runtime.context.streaming.close();
     },
   };
 }
