@@ -1,15 +1,32 @@
-// Every way cri-winsim starts gives node the same flags (src/node-flags.ts): the command's #!
-// line and `npm start` here (the image's entrypoint in compose/compose-file.test.ts), and the
-// command run as npm links it (the file itself) really starts node with them.
+// Every way cri-winsim starts gives node the same flags (src/node-flags.ts): the #! line of
+// dist/src/cli.js, `npm start` and the npm package's command (src/launcher.ts) here, the image's
+// entrypoint in compose/compose-file.test.ts; and both commands really start node with them.
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../src/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
-import { programFlagsOf } from './support/process.js';
+import { processRunning, programFlagsOf } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';
 
 const firstLine = (path: string): string => readFileSync(path, 'utf8').split('\n', 1)[0] as string;
+const launcherPath = join(repoRoot, 'dist', 'src', 'launcher.js');
+
+/** The live children of pid, from /proc/<pid>/stat ("pid (comm) state ppid ..."). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === pid && state !== 'Z') children.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return children;
+}
 
 describe('node flags of the cri-winsim processes', () => {
   const shebang = `#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`;
@@ -39,5 +56,27 @@ describe('node flags of the cri-winsim processes', () => {
     const flags = programFlagsOf(runtime.pid, cliPath);
     if (flags === undefined) this.skip(); // no procfs (not Linux): the #! line is checked above
     expect(flags).to.deep.equal([...NODE_FLAGS]);
+  });
+
+  it('the npm package\'s command (src/launcher.ts) starts with a plain #!/usr/bin/env node', () => {
+    // BusyBox's env (Alpine) has no -S: the flags cannot be on the #! line of what npm links.
+    expect(firstLine(join(repoRoot, 'src', 'launcher.ts'))).to.equal('#!/usr/bin/env node');
+    expect(firstLine(launcherPath)).to.equal('#!/usr/bin/env node');
+  });
+
+  it('run as npm links the package\'s command, the runtime is a node child with the flags, stopped by SIGTERM', async function () {
+    if (!readdirSync('/proc').includes('self')) this.skip(); // no procfs (not Linux)
+    runtime = await startRuntime({ name: 'node-flags-launcher', command: [launcherPath] });
+    const children = childrenOf(runtime.pid);
+    expect(children, `children of the launcher (pid ${runtime.pid})`).to.have.length(1);
+    expect(programFlagsOf(children[0]!, cliPath)).to.deep.equal([...NODE_FLAGS]);
+    const handle = runtime;
+    runtime = undefined;
+    // The launcher forwards SIGTERM; the runtime stops cleanly and the launcher exits as it did.
+    const exit = await handle.stop();
+    expect(exit.killed, handle.output()).to.equal(false);
+    expect(exit.code, handle.output()).to.equal(0);
+    expect(exit.socketLeft).to.equal(false);
+    expect(processRunning(children[0]!), 'the runtime child still runs').to.equal(false);
   });
 });
