@@ -73,7 +73,7 @@ WORKDIR /app
 
 FROM base AS test
 WORKDIR /app
-COPY --from=build --chown=cri-winsim:cri-winsim /app /app
+COPY --from=build /app /app
 # Where `npm test`'s pretest looks for them (it keeps binaries that report the pinned version).
 COPY --from=cri-tools /app/.tools/bin/ /app/.tools/bin/
 ENV PATH=/app/.tools/bin:$PATH

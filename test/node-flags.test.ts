@@ -2,11 +2,11 @@
 // dist/src/cli.js, `npm start` and the npm package's command (src/launcher.ts) here, the image's
 // entrypoint in compose/compose-file.test.ts; and both commands really start node with them.
 import { expect } from 'chai';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../src/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
-import { processRunning, programFlagsOf } from './support/process.js';
+import { processRunning, programFlagsOf, runProcess } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';
 
 const firstLine = (path: string): string => readFileSync(path, 'utf8').split('\n', 1)[0] as string;
@@ -62,6 +62,19 @@ describe('node flags of the cri-winsim processes', () => {
     // BusyBox's env (Alpine) has no -S: the flags cannot be on the #! line of what npm links.
     expect(firstLine(join(repoRoot, 'src', 'launcher.ts'))).to.equal('#!/usr/bin/env node');
     expect(firstLine(launcherPath)).to.equal('#!/usr/bin/env node');
+  });
+
+  it('BusyBox env (Alpine\'s /usr/bin/env) runs the package\'s command and refuses the -S line', async function () {
+    const busybox = (process.env.PATH ?? '').split(':').map((d) => join(d, 'busybox')).find((p) => existsSync(p));
+    if (busybox === undefined) this.skip(); // Debian package `busybox`
+    // The kernel hands env everything after "#!/usr/bin/env " as one argument, then the script.
+    const interpreterArgument = (path: string): string => firstLine(path).slice('#!/usr/bin/env '.length);
+    const viaLauncher = await runProcess(busybox!, ['env', interpreterArgument(launcherPath), launcherPath, '--version'], { killAfterMs: 30_000 });
+    expect(viaLauncher.code, viaLauncher.stderr).to.equal(0);
+    expect(viaLauncher.stdout).to.match(/^\d+\.\d+\.\d+\n$/);
+    const viaCli = await runProcess(busybox!, ['env', interpreterArgument(cliPath), cliPath, '--version'], { killAfterMs: 30_000 });
+    expect(viaCli.code).to.not.equal(0);
+    expect(viaCli.stderr).to.include("invalid option -- 'S'");
   });
 
   it('run as npm links the package\'s command, the runtime is a node child with the flags, stopped by SIGTERM', async function () {
