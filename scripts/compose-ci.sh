@@ -180,6 +180,13 @@ for name in "${expected[@]}"; do
 done
 log "crictl ps --all lists the ${#expected[@]} example containers, Running: ${expected[*]}"
 
+# No container of the project may have a network of its own (docker-compose.yml: network_mode
+# none), so none sends a packet anywhere but its loopback.
+for id in $(docker ps -aq --filter "label=com.docker.compose.project=$project"); do
+  mode="$(docker inspect --format '{{.Name}} {{.HostConfig.NetworkMode}}' "$id")"
+  [ "${mode#* }" = none ] || { log "container with a network: $mode"; exit 1; }
+done
+
 step "run --rm tests"
 timeout 15m "${compose[@]}" run --rm tests
 
