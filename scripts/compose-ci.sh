@@ -152,8 +152,9 @@ timeout 30m "${compose[@]}" build tests
 step "up --build -d runtime kubelet crictl"
 timeout 30m "${compose[@]}" up --build -d runtime kubelet crictl
 
-# crictl's one-shot `ps --all` ran after the kubelet completed; wait for it to exit.
-crictl_id="$("${compose[@]}" ps -q crictl)"
+# crictl's one-shot `ps --all` ran after the kubelet completed; wait for it to exit. (By labels:
+# `docker compose ps` v2 lists running containers only.)
+crictl_id="$(docker ps -aq --filter "label=com.docker.compose.project=$project" --filter label=com.docker.compose.service=crictl)"
 [ -n "$crictl_id" ] || { log "no crictl container"; exit 1; }
 timeout 120 docker wait "$crictl_id" >/dev/null
 crictl_out="$(docker logs "$crictl_id" 2>&1)"
@@ -193,6 +194,24 @@ timeout 15m "${compose[@]}" run --rm tests
 step "down --volumes"
 "${compose[@]}" down --volumes --remove-orphans
 compose_up=""
+
+# The production image alone, as the README runs it: the demo table; no root, no tests, no dev
+# dependencies in it.
+step "docker run --rm cri-winsim:dev demo"
+demo_out="$(timeout 300 docker run --rm --network none cri-winsim:dev demo)"
+echo "$demo_out"
+grep -Eq '^([0-9]+) of \1 results as expected\.$' <<<"$demo_out" || { log "the demo did not print its table"; exit 1; }
+user="$(docker image inspect --format '{{.Config.User}}' cri-winsim:dev)"
+[ "$user" = 10001:10001 ] || { log "cri-winsim:dev runs as '$user', not 10001:10001"; exit 1; }
+[ -n "$(docker image inspect --format '{{if .Config.Healthcheck}}{{.Config.Healthcheck.Test}}{{end}}' cri-winsim:dev)" ] \
+  || { log "cri-winsim:dev has no HEALTHCHECK"; exit 1; }
+[ "$(docker image inspect --format '{{index .Config.Labels "org.opencontainers.image.title"}}' cri-winsim:dev)" = cri-winsim ] \
+  || { log "cri-winsim:dev lacks its OCI labels"; exit 1; }
+docker run --rm --network none --entrypoint sh cri-winsim:dev -c \
+  'for p in dist/test dist/bench src test node_modules/mocha node_modules/typescript node_modules/tmp-promise; do
+     if [ -e "$p" ]; then echo "the production image holds $p" >&2; exit 1; fi
+   done' || exit 1
+docker image ls --format 'image {{.Repository}}:{{.Tag}} {{.Size}}' | grep '^image cri-winsim' | sort >&2
 
 left="$(docker ps -aq --filter "label=com.docker.compose.project=$project")"
 left_volumes="$(docker volume ls -q --filter "label=com.docker.compose.project=$project")"
