@@ -51,8 +51,11 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# No install scripts: no production dependency needs one, and none runs at build time.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+# No install scripts: no production dependency needs one, and none runs at build time. Source
+# maps and type declarations are for editors and debuggers, not for node: nearly half of these
+# dependencies' bytes (46 of 98 MB), most of them @kubernetes/client-node's.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
 
 FROM debian:bookworm-slim AS crictl
 COPY --from=cri-tools /app/.tools/bin/crictl /usr/local/bin/crictl
