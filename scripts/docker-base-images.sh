@@ -62,21 +62,18 @@ try_pull() {
   timeout 600 docker pull --quiet "$image" >&2
 }
 
-work=""
+# One temporary directory for every stand-in, removed on exit (made here, not in a `$(…)`
+# subshell, so the trap sees it).
+work="$(mktemp -d "${TMPDIR:-/tmp}/cri-winsim-base.XXXXXX")"
 cleanup() {
-  if [ -n "$work" ] && [ -d "$work" ]; then
-    # debootstrap may leave /proc or /sys mounted in the target when it fails half-way.
-    for m in proc sys dev/pts; do
-      if mountpoint -q "$work/rootfs/$m" 2>/dev/null; then umount -l "$work/rootfs/$m" || true; fi
-    done
-    rm -rf "$work"
-  fi
+  # debootstrap may leave /proc or /sys mounted in the target when it fails half-way.
+  for m in proc sys dev/pts; do
+    if mountpoint -q "$work/rootfs/$m" 2>/dev/null; then umount -l "$work/rootfs/$m" || true; fi
+  done
+  rm -rf "$work"
 }
 trap cleanup EXIT
-workdir() {
-  if [ -z "$work" ]; then work="$(mktemp -d "${TMPDIR:-/tmp}/cri-winsim-base.XXXXXX")"; fi
-  echo "$work"
-}
+workdir() { echo "$work"; }
 
 stand_in_labels() {
   printf -- '--label\nio.cri-winsim.stand-in=true\n--label\norg.opencontainers.image.description=%s\n' "$1"
