@@ -3,9 +3,16 @@
 #   cri-tools  builds the pinned crictl and critest with scripts/install-cri-tools.mjs, the same
 #              script `npm test` runs, so the image and a developer's machine build them alike
 #   build      npm ci + npm run build (proto types, then tsc into dist/)
+#   prod-deps  npm ci --omit=dev: the production dependencies alone
 #   crictl     a small image with crictl only, for poking at the runtime's socket
-#   app        (default target) the built project, crictl and critest in .tools/bin;
-#              ENTRYPOINT `node --single-threaded-gc --max-semi-space-size=4 dist/src/cli.js` (the `cri-winsim` command, src/node-flags.ts)
+#   test       the built project with its dev dependencies, tests, crictl and critest in
+#              .tools/bin (compose's `tests` service; `npm test` runs in it)
+#   app        (default target) the production image: the compiled program, its runtime files
+#              (proto/, examples/) and production dependencies, run as the unprivileged user
+#              cri-winsim (uid 10001). ENTRYPOINT `cri-winsim` (node with the flags of
+#              src/node-flags.ts), so one image serves `runtime` (the default command),
+#              `kubelet`, `node` and `demo`:
+#                docker run --rm cri-winsim:dev demo
 #
 # Versions: Node 20 (package.json engines), Go 1.24 (tools/cri-tools/go.mod says go 1.24.1).
 
@@ -41,6 +48,15 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
+FROM ${NODE_IMAGE} AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# No install scripts: no production dependency needs one, and none runs at build time. Source
+# maps and type declarations are for editors and debuggers, not for node: nearly half of these
+# dependencies' bytes (46 of 98 MB), most of them @kubernetes/client-node's.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
+
 FROM debian:bookworm-slim AS crictl
 COPY --from=cri-tools /app/.tools/bin/crictl /usr/local/bin/crictl
 # The compose file's shared socket; `-r` on the command line still wins.
@@ -48,12 +64,48 @@ RUN printf 'runtime-endpoint: unix:///run/cri-winsim/cri.sock\nimage-endpoint: u
 ENTRYPOINT ["crictl"]
 CMD ["--help"]
 
-FROM ${NODE_IMAGE} AS app
+# The user both runtime images run as, and the directories the compose volumes mount: a new
+# named volume takes the owner of the image's directory, so the runtime can create its socket
+# and state there without root.
+FROM ${NODE_IMAGE} AS base
+RUN groupadd --system --gid 10001 cri-winsim \
+ && useradd --system --uid 10001 --gid cri-winsim --home-dir /var/lib/cri-winsim --shell /usr/sbin/nologin cri-winsim \
+ && mkdir -p /run/cri-winsim /var/lib/cri-winsim /var/log/pods \
+ && chown cri-winsim:cri-winsim /run/cri-winsim /var/lib/cri-winsim /var/log/pods
+WORKDIR /app
+
+FROM base AS test
 WORKDIR /app
 COPY --from=build /app /app
 # Where `npm test`'s pretest looks for them (it keeps binaries that report the pinned version).
 COPY --from=cri-tools /app/.tools/bin/ /app/.tools/bin/
 ENV PATH=/app/.tools/bin:$PATH
-RUN mkdir -p /run/cri-winsim /var/lib/cri-winsim /var/log/pods
+USER 10001:10001
+ENTRYPOINT ["node", "--single-threaded-gc", "--max-semi-space-size=4", "dist/src/cli.js"]
+CMD ["--help"]
+
+FROM base AS app
+WORKDIR /app
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="cri-winsim" \
+      org.opencontainers.image.description="A simulated Windows Kubernetes node: CRI v1 runtime with GMSA credential specs and RunAsUserName, a fake kubelet, and a simulated Active Directory." \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY --from=prod-deps /app/node_modules /app/node_modules
+COPY package.json /app/
+COPY proto/ /app/proto/
+COPY examples/ /app/examples/
+# The compiled program only: dist/test and dist/bench stay in the build stage. dist/schemas
+# holds the JSON schemas the program imports.
+COPY --from=build /app/dist/src /app/dist/src
+COPY --from=build /app/dist/schemas /app/dist/schemas
+ENV NODE_ENV=production
+USER 10001:10001
+# A CRI Version call on the runtime's socket (src/healthcheck.ts); a kubelet container that
+# mounts the socket reports its runtime's health.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "dist/src/healthcheck.js"]
 ENTRYPOINT ["node", "--single-threaded-gc", "--max-semi-space-size=4", "dist/src/cli.js"]
 CMD ["runtime", "--listen", "unix:///run/cri-winsim/cri.sock", "--state-dir", "/var/lib/cri-winsim"]

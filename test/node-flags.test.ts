@@ -1,15 +1,32 @@
-// Every way cri-winsim starts gives node the same flags (src/node-flags.ts): the command's #!
-// line and `npm start` here (the image's entrypoint in compose/compose-file.test.ts), and the
-// command run as npm links it (the file itself) really starts node with them.
+// Every way cri-winsim starts gives node the same flags (src/node-flags.ts): the #! line of
+// dist/src/cli.js, `npm start` and the npm package's command (src/launcher.ts) here, the image's
+// entrypoint in compose/compose-file.test.ts; and both commands really start node with them.
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS } from '../src/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
-import { programFlagsOf } from './support/process.js';
+import { processRunning, programFlagsOf, runProcess } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';
 
 const firstLine = (path: string): string => readFileSync(path, 'utf8').split('\n', 1)[0] as string;
+const launcherPath = join(repoRoot, 'dist', 'src', 'launcher.js');
+
+/** The live children of pid, from /proc/<pid>/stat ("pid (comm) state ppid ..."). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === pid && state !== 'Z') children.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return children;
+}
 
 describe('node flags of the cri-winsim processes', () => {
   const shebang = `#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`;
@@ -39,5 +56,40 @@ describe('node flags of the cri-winsim processes', () => {
     const flags = programFlagsOf(runtime.pid, cliPath);
     if (flags === undefined) this.skip(); // no procfs (not Linux): the #! line is checked above
     expect(flags).to.deep.equal([...NODE_FLAGS]);
+  });
+
+  it('the npm package\'s command (src/launcher.ts) starts with a plain #!/usr/bin/env node', () => {
+    // BusyBox's env (Alpine) has no -S: the flags cannot be on the #! line of what npm links.
+    expect(firstLine(join(repoRoot, 'src', 'launcher.ts'))).to.equal('#!/usr/bin/env node');
+    expect(firstLine(launcherPath)).to.equal('#!/usr/bin/env node');
+  });
+
+  it('BusyBox env (Alpine\'s /usr/bin/env) runs the package\'s command and refuses the -S line', async function () {
+    const busybox = (process.env.PATH ?? '').split(':').map((d) => join(d, 'busybox')).find((p) => existsSync(p));
+    if (busybox === undefined) this.skip(); // Debian package `busybox`
+    // The kernel hands env everything after "#!/usr/bin/env " as one argument, then the script.
+    const interpreterArgument = (path: string): string => firstLine(path).slice('#!/usr/bin/env '.length);
+    const viaLauncher = await runProcess(busybox!, ['env', interpreterArgument(launcherPath), launcherPath, '--version'], { killAfterMs: 30_000 });
+    expect(viaLauncher.code, viaLauncher.stderr).to.equal(0);
+    expect(viaLauncher.stdout).to.match(/^\d+\.\d+\.\d+\n$/);
+    const viaCli = await runProcess(busybox!, ['env', interpreterArgument(cliPath), cliPath, '--version'], { killAfterMs: 30_000 });
+    expect(viaCli.code).to.not.equal(0);
+    expect(viaCli.stderr).to.include("invalid option -- 'S'");
+  });
+
+  it('run as npm links the package\'s command, the runtime is a node child with the flags, stopped by SIGTERM', async function () {
+    if (!readdirSync('/proc').includes('self')) this.skip(); // no procfs (not Linux)
+    runtime = await startRuntime({ name: 'node-flags-launcher', command: [launcherPath] });
+    const children = childrenOf(runtime.pid);
+    expect(children, `children of the launcher (pid ${runtime.pid})`).to.have.length(1);
+    expect(programFlagsOf(children[0]!, cliPath)).to.deep.equal([...NODE_FLAGS]);
+    const handle = runtime;
+    runtime = undefined;
+    // The launcher forwards SIGTERM; the runtime stops cleanly and the launcher exits as it did.
+    const exit = await handle.stop();
+    expect(exit.killed, handle.output()).to.equal(false);
+    expect(exit.code, handle.output()).to.equal(0);
+    expect(exit.socketLeft).to.equal(false);
+    expect(processRunning(children[0]!), 'the runtime child still runs').to.equal(false);
   });
 });

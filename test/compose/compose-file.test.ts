@@ -93,8 +93,20 @@ describe('docker-compose.yml', function () {
     const text = readFileSync(composeFilePath, 'utf8');
     expect(text).to.include('<<: *app');
     const runtime = parseComposeText(text).services.runtime!;
-    expect(runtime.build).to.deep.equal({ context: '.', target: 'app' });
+    expect(runtime.build).to.deep.equal({ context: '.', target: 'app', network: 'host' });
     expect(runtime.image).to.equal('cri-winsim:dev');
+  });
+
+  it('gives no service a network (the socket volume connects them) and builds on the host network', function () {
+    // A container on a bridge network has an address on a private range and sends packets from
+    // it; these services need none. Builds reach the package registries as the host does.
+    const file = loadComposeFile();
+    for (const [name, service] of Object.entries(file.services)) {
+      expect(service.network_mode, `service ${name} network_mode`).to.equal('none');
+      expect(service.networks, `service ${name} networks`).to.equal(undefined);
+      expect(service.build, `service ${name} build`).to.include({ network: 'host' });
+    }
+    expect(file.networks, 'top-level networks').to.equal(undefined);
   });
 });
 

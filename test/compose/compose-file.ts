@@ -12,7 +12,8 @@ export const composeFilePath = join(repoRoot, 'docker-compose.yml');
 export const dockerfilePath = join(repoRoot, 'Dockerfile');
 
 export interface ComposeService {
-  build?: string | { context?: string; dockerfile?: string; target?: string };
+  build?: string | { context?: string; dockerfile?: string; target?: string; network?: string };
+  network_mode?: string;
   image?: string;
   command?: unknown;
   entrypoint?: unknown;

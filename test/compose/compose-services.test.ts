@@ -178,13 +178,22 @@ describe('compose services as local processes', function () {
   });
 
   it('runtime: its healthcheck command succeeds against the socket', async function () {
-    requireCriTool(this, 'crictl');
     const test = file.services.runtime!.healthcheck?.test as string[];
-    expect(test.slice(0, 2)).to.deep.equal(['CMD', 'crictl']);
-    // runCrictl names the endpoint itself: drop the compose one, keep the rest (timeout, command).
-    const args = withoutFlags(test.slice(2), '--runtime-endpoint', '-r', '--image-endpoint', '-i');
-    const res = await runCrictl(runtime(), args);
-    expect(res.stdout).to.match(/RuntimeName:\s+\S+/);
+    expect(test.slice(0, 3)).to.deep.equal(['CMD', 'node', 'dist/src/healthcheck.js']);
+    // The compose socket is the runtime's; node and the script run from the repository.
+    const endpoint = test[3];
+    expect(endpoint).to.equal('unix:///run/cri-winsim/cri.sock');
+    const res = await runArgv([process.execPath, join(repoRoot, test[2]!), runtime().endpoint], repoRoot, SERVICE_TIMEOUT_MS);
+    expect(res.code, describeResult(res)).to.equal(0);
+    expect(res.stdout).to.match(/^\S+ \S+\n$/);
+  });
+
+  it('runtime: the healthcheck fails while nothing listens on the socket', async function () {
+    const test = file.services.runtime!.healthcheck?.test as string[];
+    const missing = `unix://${join(runtime().dir, 'no-such.sock')}`;
+    const res = await runArgv([process.execPath, join(repoRoot, test[2]!), missing], repoRoot, SERVICE_TIMEOUT_MS);
+    expect(res.code, describeResult(res)).to.equal(1);
+    expect(res.stderr).to.match(/^cri-winsim healthcheck: 14 UNAVAILABLE: .*no-such\.sock/);
   });
 
   it('kubelet: runs the examples named in its compose command against the runtime', async function () {
