@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { runtimeCommand } from './commands/runtime.js';
 import { kubeletCommand } from './commands/kubelet.js';
 import { demoCommand } from './commands/demo.js';
+import { nodeCommand } from './commands/node.js';
 
 const program = new Command('cri-winsim')
   .description('A simulated Windows Kubernetes node: CRI runtime, GMSA and RunAsUserName, fake kubelet.')
@@ -12,6 +13,7 @@ const program = new Command('cri-winsim')
 program.addCommand(runtimeCommand());
 program.addCommand(kubeletCommand());
 program.addCommand(demoCommand());
+program.addCommand(nodeCommand());
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`cri-winsim: ${err instanceof Error ? err.message : String(err)}\n`);

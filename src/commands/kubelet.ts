@@ -40,6 +40,7 @@ import { requestingUser, type UserInfo } from '../kubelet/rbac.js';
 import { defaultPodWorkers, maxPodWorkers, runPods } from '../kubelet/run-pods.js';
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { DEFAULT_ENDPOINT } from './runtime.js';
+import { nodeModeOptions, runNodeKubelet, type NodeModeOptions } from './node.js';
 
 type OutputFormat = 'wide' | 'yaml' | 'json';
 
@@ -396,7 +397,19 @@ export function kubeletCommand(): Command {
     .option('--pod-manifest-path <dir>', 'run the static-pod sync loop on this directory until SIGTERM/SIGINT')
     .addOption(new Option('--log-level <level>', 'log level of the sync loop').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
     .configureHelp({ showGlobalOptions: true })
-    .action(async (_options: SyncOptions, command: Command) => exitWith(await kubeletSyncLoop(merged<SyncOptions>(command))));
+    .action(async (_options: SyncOptions, command: Command) => {
+      const options = merged<SyncOptions & NodeModeOptions & { containerRuntimeEndpoint?: string; hostnameOverride?: string }>(command);
+      // With a cluster to join (--kubeconfig without --pod-manifest-path, or --in-cluster): node mode.
+      if (options.podManifestPath === undefined && (options.kubeconfig !== undefined || options.inCluster === true)) {
+        const endpoint = options.containerRuntimeEndpoint ?? options.runtimeEndpoint;
+        return runNodeKubelet({ ...options, containerRuntimeEndpoint: endpoint, ...(options.rootDir === undefined ? {} : { rootDir: options.rootDir }) });
+      }
+      exitWith(await kubeletSyncLoop(options));
+    });
+  nodeModeOptions(kubelet);
+  if (!kubelet.options.some((o) => o.long === '--container-runtime-endpoint')) {
+    kubelet.option('--container-runtime-endpoint <endpoint>', 'CRI endpoint of the runtime (node mode; the same as --runtime-endpoint)');
+  }
 
   kubelet.addCommand(
     new Command('run')
