@@ -131,6 +131,12 @@ export function nodeAddress(index: number, count: number, given?: string): strin
   return `127.0.${1 + Math.floor(index / 254)}.${1 + (index % 254)}`;
 }
 
+/** The loopback pod CIDR of node i of n. */
+export function podCidr(index: number, count: number): string {
+  if (count === 1) return '127.10.0.0/16';
+  return `127.${11 + Math.floor(index / 256)}.${index % 256}.0/24`;
+}
+
 /** The NetBIOS computer name of a node (≤ 15 characters): the node name, its tail kept when too long. */
 export function computerName(nodeName: string, index: number): string {
   const cleaned = nodeName.toUpperCase().replace(/[^A-Z0-9-]/g, '-');
@@ -187,9 +193,15 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         nodeController: { statusUpdateMs },
       }),
   );
-  // Registration in batches, so a thousand nodes do not open a thousand requests at once.
-  for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
-  await informer.start();
+  try {
+    // Registration in batches, so a thousand nodes do not open a thousand requests at once.
+    for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
+    await informer.start();
+  } catch (err) {
+    for (const k of kubelets) k.stop();
+    await informer.stop();
+    throw err;
+  }
   // KUBELET SERVER SEAM: the kubelet's HTTPS server (`--port`, on identity.nodeIp) starts here
   // once src/kubelet/server/ exists; until then the Node advertises the port and nothing serves it.
   return {
@@ -277,6 +289,8 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
       const runtime = await NodeRuntime.open({
         stateDir: join(stateDir, 'runtime'),
         logger: runtimeLogger,
+        // Pod IPs are loopback: 127.10.0.0/16 for one node, a /24 of 127.11.0.0/16 upwards per node of several.
+        podCidr: podCidr(i, names.length),
         windows: { node: directory, adMode: options.adMode, credentialSpecTransport: options.credspecTransport },
       });
       const server = new CriServer({ runtime, logger: runtimeLogger.child({ subsystem: 'cri' }) });

@@ -223,6 +223,10 @@ export class NodeController {
         this.lastReported = '';
         return;
       } catch (err) {
+        // Refused credentials or a node the user may not register are not going to get better.
+        if (err instanceof ApiError && (err.status === 401 || err.status === 403) && this.nodeUid === '') {
+          throw new Error(`${this.api.description}: cannot register node ${this.identity.name}: ${err.message}`);
+        }
         failures++;
         const delay = this.backoff(failures);
         this.logger.warn({ node: this.identity.name, attempt: failures, retryInMs: delay, err: errorText(err) }, 'Unable to register node with API server');

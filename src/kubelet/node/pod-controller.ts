@@ -236,6 +236,14 @@ export class PodController implements PodHandler {
     }
     let nodePod = await this.readNodePod(state.uid);
     const events: PodEvent[] = [];
+    // A pod that already ran to its end (before a restart of this kubelet) is not run again.
+    const phase = pod.status?.phase;
+    if (!state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed')) {
+      state.rejected = phase === 'Failed' && pod.status?.reason !== undefined;
+      state.started = true;
+      return;
+    }
+    if (state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed') && state.lastStatus === '') return;
     if (!state.started && nodePod === undefined && !this.adoptable.has(state.uid)) {
       const rejection = this.admit(pod);
       if (rejection !== undefined) {
@@ -437,8 +445,10 @@ export class PodController implements PodHandler {
       phase: view.phase,
       conditions,
       hostIP: this.options.nodeIp,
-      hostIPs: [{ ip: this.options.nodeIp }],
-      ...(podIp === '' ? {} : { podIP: podIp, podIPs: [{ ip: podIp }] }),
+      // podIPs and hostIPs merge by ip: `$patch: replace` keeps a new sandbox's IP from being
+      // added beside the old one (the status manager's two-way patch deletes the old entry).
+      hostIPs: [{ $patch: 'replace' }, { ip: this.options.nodeIp }],
+      ...(podIp === '' ? {} : { podIP: podIp, podIPs: [{ $patch: 'replace' }, { ip: podIp }] }),
       ...(view.startTime === undefined ? {} : { startTime: view.startTime }),
       ...(view.initContainerStatuses === undefined ? {} : { initContainerStatuses: view.initContainerStatuses.map(apiContainerStatus) }),
       containerStatuses: view.containerStatuses.map(apiContainerStatus),
