@@ -2,11 +2,18 @@
 // kube-scheduler (Kubernetes v1.34.12, etcd v3.6.14, built by scripts/install-tools.mjs) on
 // loopback, driven through the real kubectl. Outside CI it is skipped when they are not built.
 import { expect } from 'chai';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import {
   DEFAULT_NODE_NAMES,
   KUBERNETES_VERSION,
   requireControlPlaneTools,
+  selfSignedServingCertificate,
   startControlPlane,
   type ControlPlane,
 } from '../support/control-plane.js';
@@ -100,6 +107,68 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     expect(nodeName).to.equal('winsim-2');
     // The ServiceAccount admission plugin gave it the `default` account ensureNamespace made.
     expect(await plane().kubectlOk(['get', 'pod', 'iis', '-n', 'sched', '-o', 'jsonpath={.spec.serviceAccountName}'])).to.equal('default');
+  });
+
+  it('hands out ClusterIPs from a loopback range', async () => {
+    expect(await plane().kubectlOk(['get', 'service', 'kubernetes', '-n', 'default', '-o', 'jsonpath={.spec.clusterIP}'])).to.equal('127.96.0.1');
+  });
+
+  it('reaches a kubelet at the Node\'s InternalIP and kubelet port with its kubelet client certificate', async () => {
+    // A stand-in kubelet HTTPS server that asks for a client certificate from kubeletClientCaFile.
+    const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-kubelet-'));
+    let server: Server | undefined;
+    try {
+      const { cert, key } = await selfSignedServingCertificate(dir, 'kubelet');
+      const seen: string[] = [];
+      server = createServer({
+        cert: readFileSync(cert),
+        key: readFileSync(key),
+        ca: readFileSync(plane().kubeletClientCaFile),
+        requestCert: true,
+        rejectUnauthorized: true,
+      }, (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        seen.push(`${peer.subject.O} ${peer.subject.CN} ${req.url}`);
+        res.end('ok');
+      });
+      const srv = server;
+      await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+      const port = (srv.address() as AddressInfo).port;
+      const kubeconfig = await plane().nodeKubeconfig('winsim-1');
+      await plane().kubectlOk(['create', '-f', '-'], {
+        kubeconfig,
+        input: JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name: 'winsim-1', labels: { 'kubernetes.io/os': 'windows' } },
+          // Hostname first: the API server must still pick the InternalIP (no DNS lookup).
+          status: { addresses: [{ type: 'Hostname', address: 'winsim-1' }, { type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: port } } },
+        }),
+      });
+      // A pod bound to that node: `kubectl logs` goes through the API server to the kubelet.
+      await plane().ensureNamespace('logs');
+      await plane().apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web', namespace: 'logs' },
+        spec: { nodeName: 'winsim-1', containers: [{ name: 'iis', image: 'mcr.microsoft.com/windows/servercore/iis' }] },
+      });
+      expect(await plane().kubectlOk(['logs', '-n', 'logs', 'web', '-c', 'iis', '--tail=5'])).to.equal('ok');
+      expect(seen).to.deep.equal(['system:masters kube-apiserver-kubelet-client /containerLogs/logs/web/iis?tailLines=5']);
+      // The node proxy subresource refuses loopback addresses upstream (proxyutil.IsProxyableIP,
+      // pkg/registry/core/node/strategy.go, v1.34): kubelet endpoints are reached via pods/log,
+      // exec, attach and port-forward only.
+      const proxied = await plane().kubectl(['get', '--raw', '/api/v1/nodes/winsim-1/proxy/healthz']);
+      expect(proxied.stderr).to.contain('Error from server (BadRequest): address not allowed');
+    } finally {
+      const srv = server;
+      if (srv) {
+        const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+        srv.closeAllConnections();
+        await closed;
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('restartApiServer(): the API server comes back on the same address with its data', async () => {

@@ -58,7 +58,10 @@ export interface ControlPlaneOptions {
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags, after the harness's own (a later flag wins). */
   apiServerArgs?: readonly string[];
-  /** `--service-cluster-ip-range` (default 10.96.0.0/16: allocated from, never contacted). */
+  /**
+   * `--service-cluster-ip-range` (default 127.96.0.0/16: ClusterIPs are allocated from it and
+   * never contacted; loopback, like every address the tests hand out).
+   */
   serviceClusterIpRange?: string;
   /** A label for messages (defaults to the temp dir's name). */
   name?: string;
@@ -124,12 +127,16 @@ export interface ControlPlane {
   pids(): Partial<Record<Component, number>>;
   /** Whether the API server process is running. */
   apiServerRunning(): boolean;
-  /** Stops the API server alone (SIGTERM, SIGKILL after 10 s); etcd and the scheduler keep running. */
-  stopApiServer(): Promise<void>;
+  /**
+   * Stops the API server alone: SIGTERM, then SIGKILL after opts.graceMs (default 5 s). etcd
+   * and the scheduler keep running. While clients hold watches open, kube-apiserver's own
+   * graceful shutdown waits for them up to its request timeout (60 s), hence the bound.
+   */
+  stopApiServer(opts?: { graceMs?: number }): Promise<void>;
   /** Starts the API server again (same port, flags, certificates and tokens) and waits for /readyz. */
   startApiServer(): Promise<void>;
-  /** stopApiServer() then startApiServer(). */
-  restartApiServer(): Promise<void>;
+  /** stopApiServer(opts) then startApiServer(). */
+  restartApiServer(opts?: { graceMs?: number }): Promise<void>;
   /** Stops every process (each in its own process group) and removes the temp dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -137,6 +144,8 @@ export interface ControlPlane {
 export type Component = 'etcd' | 'kube-apiserver' | 'kube-scheduler';
 
 const LINES_KEPT = 300;
+/** How long the API server may take over a SIGTERM before it is killed. */
+const API_SERVER_GRACE_MS = 5_000;
 /** What the root hook needs of a control plane that was started (or is starting). */
 export interface LiveControlPlane {
   readonly name: string;
@@ -284,6 +293,18 @@ async function openssl(args: readonly string[], cwd: string): Promise<void> {
   if (code !== 0) throw new Error(`openssl ${args.join(' ')} failed (exit ${code}): ${err.trim()}`);
 }
 
+/**
+ * A self-signed serving certificate for 127.0.0.1 (key and certificate PEM files in dir), for a
+ * test's stand-in servers.
+ */
+export async function selfSignedServingCertificate(dir: string, name: string): Promise<{ cert: string; key: string }> {
+  const cert = join(dir, `${name}.crt`);
+  const key = join(dir, `${name}.key`);
+  await openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert,
+    '-days', '2', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1'], dir);
+  return { cert, key };
+}
+
 async function kubeletClientCertificate(dir: string): Promise<{ ca: string; cert: string; key: string }> {
   const ca = join(dir, 'kubelet-client-ca.crt');
   const caKey = join(dir, 'kubelet-client-ca.key');
@@ -324,7 +345,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     stopping ??= (async () => {
       try {
         await terminate(procs['kube-scheduler'], 5_000);
-        await terminate(procs['kube-apiserver'], 10_000);
+        await terminate(procs['kube-apiserver'], API_SERVER_GRACE_MS);
         await terminate(procs.etcd, 5_000);
       } finally {
         process.removeListener('exit', onExit);
@@ -401,7 +422,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--service-account-issuer', 'https://kubernetes.default.svc.cluster.local',
       '--service-account-key-file', saPub,
       '--service-account-signing-key-file', saKey,
-      '--service-cluster-ip-range', opts.serviceClusterIpRange ?? '10.96.0.0/16',
+      '--service-cluster-ip-range', opts.serviceClusterIpRange ?? '127.96.0.0/16',
       // kubeadm enables NodeRestriction too; TaintNodesByCondition is off because no node
       // lifecycle controller would ever lift its not-ready taint (see the file's head).
       '--enable-admission-plugins', 'NodeRestriction',
@@ -533,15 +554,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         .filter(([, p]) => p?.exited === undefined && p.child.pid !== undefined)
         .map(([c, p]) => [c, p?.child.pid])) as Partial<Record<Component, number>>,
       apiServerRunning: () => procs['kube-apiserver']?.exited === undefined,
-      async stopApiServer() {
-        await terminate(procs['kube-apiserver'], 10_000);
+      async stopApiServer(o = {}) {
+        await terminate(procs['kube-apiserver'], o.graceMs ?? API_SERVER_GRACE_MS);
       },
       async startApiServer() {
         if (procs['kube-apiserver']?.exited === undefined) throw new Error('kube-apiserver is already running');
         await startApi();
       },
-      async restartApiServer() {
-        await terminate(procs['kube-apiserver'], 10_000);
+      async restartApiServer(o = {}) {
+        await terminate(procs['kube-apiserver'], o.graceMs ?? API_SERVER_GRACE_MS);
         await startApi();
       },
       stop: stopAll,
