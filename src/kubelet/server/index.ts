@@ -109,8 +109,14 @@ function text(res: ServerResponse, status: number, body: string, headers: Record
   res.end(body);
 }
 
+/** metav1.Time in JSON: RFC3339 at second precision (a Date's own toJSON would add milliseconds). */
+function timeReplacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const original = this[key];
+  return original instanceof Date ? original.toISOString().replace(/\.\d{3}Z$/, 'Z') : value;
+}
+
 function json(res: ServerResponse, body: unknown): void {
-  const data = Buffer.from(JSON.stringify(body, (_k, v: unknown) => (v instanceof Date ? v.toISOString().replace(/\.000Z$/, 'Z') : v)));
+  const data = Buffer.from(JSON.stringify(body, timeReplacer));
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': data.length });
   res.end(data);
 }

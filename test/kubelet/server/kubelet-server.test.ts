@@ -19,7 +19,7 @@ const NODE = 'winnode-http';
 function pod(name: string, containers: { name: string; command: string[] }[]): V1Pod {
   return {
     apiVersion: 'v1', kind: 'Pod',
-    metadata: { name, namespace: 'default', uid: randomUUID() },
+    metadata: { name, namespace: 'default', uid: randomUUID(), creationTimestamp: new Date('2026-01-02T03:04:05.678Z') },
     spec: { nodeName: NODE, containers: containers.map((c) => ({ ...c, image: IMAGE, imagePullPolicy: 'IfNotPresent' })) },
   };
 }
@@ -132,6 +132,8 @@ describe('kubelet HTTPS server (against the cri-winsim runtime)', function () {
       const list = JSON.parse(res.body) as { kind: string; apiVersion: string; items: V1Pod[] };
       expect([list.kind, list.apiVersion]).to.deep.equal(['PodList', 'v1']);
       expect(list.items.map((p) => p.metadata?.uid)).to.deep.equal([logger.metadata!.uid]);
+      // metav1.Time: RFC3339 seconds.
+      expect(list.items[0]!.metadata!.creationTimestamp).to.equal('2026-01-02T03:04:05Z');
     });
 
     it('/stats/summary reports the node and each pod from CRI stats', async () => {
