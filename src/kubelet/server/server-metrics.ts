@@ -17,9 +17,10 @@ const LABELS = ['method', 'path', 'server_type', 'long_running'] as const;
 /** Prometheus DefBuckets, which metrics.DefBuckets is. */
 const DEF_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-const METHOD_BUCKETS = new Set(['OPTIONS', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'CONNECT']);
-const PATH_BUCKETS = new Set(['healthz', 'pods', 'stats', 'metrics', 'metrics/cadvisor', 'metrics/probes', 'metrics/resource', 'run', 'exec', 'attach', 'portForward', 'containerLogs', 'configz', 'runningpods']);
-const LONG_RUNNING = new Set(['exec', 'attach', 'portforward', 'debug']);
+const METHOD_BUCKETS: ReadonlySet<string> = new Set(['OPTIONS', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'CONNECT']);
+const PATH_BUCKETS: ReadonlySet<string> = new Set(['healthz', 'pods', 'stats', 'metrics', 'metrics/cadvisor', 'metrics/probes', 'metrics/resource', 'run', 'exec', 'attach', 'portForward', 'containerLogs', 'configz', 'runningpods']);
+// Upstream spells it "portforward": the portForward bucket is not counted as long-running there either.
+const LONG_RUNNING: ReadonlySet<string> = new Set(['exec', 'attach', 'portforward', 'debug']);
 
 /** getURLRootPath: "metrics/xxx" for metrics paths, else the first path segment. */
 export function urlRootPath(path: string): string {

@@ -12,7 +12,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 
 /** Headers a hop-by-hop proxy must not pass on, except the upgrade pair it keeps on purpose. */
-const DROPPED = new Set(['authorization', 'host', 'content-length', 'transfer-encoding', 'proxy-connection', 'keep-alive']);
+const DROPPED: ReadonlySet<string> = new Set(['authorization', 'host', 'content-length', 'transfer-encoding', 'proxy-connection', 'keep-alive']);
 
 export function isUpgradeRequest(req: IncomingMessage): boolean {
   const connection = String(req.headers.connection ?? '').toLowerCase().split(',').map((s) => s.trim());
