@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
+import WebSocket from 'ws';
 import { createCriClient, unaryCall, type CriClient } from '../../../src/cri/proto.js';
 import { startKubeletServer, type KubeletServer } from '../../../src/kubelet/server/index.js';
 import { runPodOnce } from '../../../src/kubelet/pod-worker.js';
@@ -245,14 +246,38 @@ describe('kubelet HTTPS server (against the cri-winsim runtime)', function () {
       expect([res.status, res.body]).to.deep.equal([400, 'you must specify at least 1 of stdin, stdout, stderr']);
     });
 
-    it('/exec, /attach and /portForward carry the runtime\'s answer when it has no streaming server', async () => {
+    it('/exec is proxied to the runtime\'s streaming server (WebSocket, v5.channel.k8s.io)', async () => {
+      const { port } = server;
+      const frames = await new Promise<Buffer[]>((resolve, reject) => {
+        const got: Buffer[] = [];
+        const ws = new WebSocket(`wss://127.0.0.1:${port}/exec/default/runner/app?command=cmd&command=/c&command=echo%20hello&output=1&error=1`, ['v5.channel.k8s.io'], {
+          ...as(client), rejectUnauthorized: false,
+        });
+        const timer = setTimeout(() => { ws.terminate(); reject(new Error(`no end of exec; frames ${JSON.stringify(got.map(String))}`)); }, 15_000);
+        ws.on('message', (data: Buffer) => got.push(Buffer.from(data)));
+        ws.on('close', () => { clearTimeout(timer); resolve(got); });
+        ws.on('error', (err) => { clearTimeout(timer); reject(err); });
+      });
+      const stdout = Buffer.concat(frames.filter((f) => f[0] === 1).map((f) => f.subarray(1))).toString();
+      const status = frames.filter((f) => f[0] === 3).map((f) => f.subarray(1).toString()).join('');
+      expect(stdout.replace(/\r\n/g, '\n')).to.equal('hello\n');
+      // remotecommand v4+ status on the error channel (apimachinery, v0.34).
+      expect(JSON.parse(status)).to.deep.equal({ metadata: {}, status: 'Success' });
+    });
+
+    it('/exec without an upgrade is refused after the runtime answered: 500 Upgrade request required', async () => {
+      const res = await kubeletRequest(server.port, '/exec/default/runner/app?command=whoami&output=1', { ...as(client), method: 'POST' });
+      expect([res.status, res.body]).to.deep.equal([500, 'Upgrade request required']);
+    });
+
+    it('/exec of a container that is not running: the kubelet\'s text', async () => {
       const upgrade = { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' };
-      for (const path of ['/exec/default/runner/app?command=whoami&output=1', '/attach/default/runner/app?output=1', '/portForward/default/runner']) {
-        const res = await kubeletRequest(server.port, path, { ...as(client), method: 'POST', headers: upgrade });
-        const rpc = path.split('/')[1] === 'portForward' ? 'PortForward' : path.startsWith('/exec') ? 'Exec' : 'Attach';
-        expect(res.status, path).to.equal(500);
-        expect(res.body, path).to.match(new RegExp(`^rpc error: code = Unimplemented desc = ${rpc} is not implemented by cri-winsim: `));
-      }
+      const res = await kubeletRequest(server.port, '/exec/default/logger/once?command=whoami&output=1', { ...as(client), method: 'POST', headers: upgrade });
+      expect([res.status, res.body]).to.deep.equal([500, 'container not found ("once")']);
+      const attach = await kubeletRequest(server.port, '/attach/default/logger/once?output=1', { ...as(client), method: 'POST', headers: upgrade });
+      expect([attach.status, attach.body]).to.deep.equal([500, 'container once not found in pod logger_default']);
+      const missing = await kubeletRequest(server.port, '/portForward/default/ghost', { ...as(client), method: 'POST', headers: upgrade });
+      expect([missing.status, missing.body]).to.deep.equal([404, 'pod does not exist']);
     });
   });
 });
