@@ -32,6 +32,10 @@ export interface RuntimeCommandOptions {
   logLevel: string;
   /** Seconds without a changing RPC before one full garbage collection; 0: never. */
   idleGcSeconds: number;
+  /** Loopback range pod IPs come from. */
+  podCidr: string;
+  /** Where the streaming server (exec, attach, port-forward) listens. */
+  streamingAddress: string;
 }
 
 async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
@@ -40,6 +44,8 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
   return NodeRuntime.open({
     stateDir: resolve(options.stateDir),
     logger,
+    podCidr: options.podCidr,
+    streamingAddress: options.streamingAddress,
     windows: {
       nodeFile: options.node === undefined ? undefined : resolve(options.node),
       adMode: options.adMode,
@@ -144,6 +150,8 @@ export function runtimeCommand(): Command {
         .choices(['file', 'registry'])
         .default('file'),
     )
+    .option('--streaming-address <host:port>', 'loopback address of the streaming server for exec, attach and port-forward (port 0: a free one)', '127.0.0.1:0')
+    .option('--pod-cidr <cidr>', 'loopback range pod IPs come from (inside 127.0.0.0/8)', '127.10.0.0/16')
     .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .addOption(

@@ -25,7 +25,7 @@ export type BackendRuntimeRpc =
   | 'UpdatePodSandboxResources'
   | 'CreateContainer' | 'StartContainer' | 'StopContainer' | 'RemoveContainer' | 'ListContainers'
   | 'ContainerStatus' | 'UpdateContainerResources' | 'ReopenContainerLog'
-  | 'ExecSync'
+  | 'ExecSync' | 'Exec' | 'Attach' | 'PortForward'
   | 'ContainerStats' | 'ListContainerStats' | 'PodSandboxStats' | 'ListPodSandboxStats'
   | 'ListMetricDescriptors' | 'ListPodSandboxMetrics';
 

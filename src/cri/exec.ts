@@ -1,10 +1,7 @@
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import type { CriBackend } from './backend.js';
-import { unary, unaryUnimplemented, type CallContext } from './call.js';
+import { unary, type CallContext } from './call.js';
 import { requireId, requireNonEmpty, requireNonNegative } from './validation.js';
-
-/** Exec, Attach and PortForward answer with the URL of a streaming server, which the simulator does not run. */
-const NO_STREAMING_SERVER = 'the simulator has no streaming server';
 
 export function execHandlers(
   runtime: CriBackend,
@@ -17,8 +14,10 @@ export function execHandlers(
       requireNonNegative(req.timeout, 'timeout');
       return runtime.execSync(req);
     }, (req) => ({ containerId: req.container_id })),
-    Exec: unaryUnimplemented(ctx, 'Exec', `${NO_STREAMING_SERVER}; use ExecSync (crictl exec -s)`),
-    Attach: unaryUnimplemented(ctx, 'Attach', `${NO_STREAMING_SERVER}; read the container log instead (crictl logs)`),
-    PortForward: unaryUnimplemented(ctx, 'PortForward', NO_STREAMING_SERVER),
+    // The streaming RPCs answer with a URL of the runtime's streaming server; the runtime checks
+    // the request with the kubelet streaming server's texts.
+    Exec: unary(ctx, 'Exec', (req) => runtime.exec(req), (req) => ({ containerId: req.container_id })),
+    Attach: unary(ctx, 'Attach', (req) => runtime.attach(req), (req) => ({ containerId: req.container_id })),
+    PortForward: unary(ctx, 'PortForward', (req) => runtime.portForward(req), (req) => ({ podSandboxId: req.pod_sandbox_id })),
   };
 }

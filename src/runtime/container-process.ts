@@ -1,6 +1,7 @@
 import { merged } from '../merged.js';
 import type { ExecutionTarget } from './process/command-registry.js';
 import type { ContainerFiles } from './process/container-files.js';
+import { CONTAINER_STDIN_KEY, type ContainerStdin } from './process/container-stdin.js';
 import type { ProcessTable } from './process/process-table.js';
 import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
@@ -22,14 +23,18 @@ class ContainerExecutionTarget implements ExecutionTarget {
   readonly platform: Record<string, unknown>;
   readonly processes: ProcessTable;
 
-  constructor(private readonly container: ContainerRecord, sandbox: SandboxRecord | undefined) {
+  constructor(private readonly container: ContainerRecord, sandbox: SandboxRecord | undefined, stdin?: ContainerStdin) {
     this.containerId = container.id;
     this.sandboxId = container.sandboxId;
     this.os = container.os;
     this.hostname = container.ociSpec.hostname;
     this.ociSpec = container.ociSpec;
     this.user = container.user;
-    this.platform = merged(container.platform, { podIp: sandbox?.ip ?? '', stdinOpen: container.config.stdin });
+    this.platform = merged(container.platform, {
+      podIp: sandbox?.ip ?? '',
+      stdinOpen: container.config.stdin,
+      ...(stdin === undefined ? {} : { [CONTAINER_STDIN_KEY]: stdin }),
+    });
     this.processes = container.processes;
   }
 
@@ -39,8 +44,9 @@ class ContainerExecutionTarget implements ExecutionTarget {
   }
 }
 
-export function executionTarget(container: ContainerRecord, sandbox: SandboxRecord | undefined): ExecutionTarget {
-  return new ContainerExecutionTarget(container, sandbox);
+/** `stdin`: the main process's input channel (only the init process's target carries it). */
+export function executionTarget(container: ContainerRecord, sandbox: SandboxRecord | undefined, stdin?: ContainerStdin): ExecutionTarget {
+  return new ContainerExecutionTarget(container, sandbox, stdin);
 }
 
 /**

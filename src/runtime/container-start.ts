@@ -3,6 +3,7 @@ import type { StartContainerResponse } from '../generated/runtime/v1/StartContai
 import { CleanupStack } from './cleanup.js';
 import { memoByObject } from './memo.js';
 import { executionTarget, processEnvironment } from './container-process.js';
+import { ContainerStdin } from './process/container-stdin.js';
 import { prepareWindowsStart, releaseCredentialSpecAfterStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
@@ -89,11 +90,14 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
 }
 
 function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter): SimulatedProcess {
+  // A config with `stdin: true` gives the main process an input that attached clients write to.
+  const stdin = container.config.stdin ? new ContainerStdin() : undefined;
+  container.live.stdin = stdin;
   try {
     return SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
+      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId), stdin),
       argv: container.args,
       env: processEnvironment(container),
       io: writer,

@@ -58,13 +58,19 @@ import type { RemoveImageRequest__Output } from '../generated/runtime/v1/RemoveI
 import type { RemoveImageResponse } from '../generated/runtime/v1/RemoveImageResponse.js';
 import type { ImageFsInfoRequest__Output } from '../generated/runtime/v1/ImageFsInfoRequest.js';
 import type { ImageFsInfoResponse } from '../generated/runtime/v1/ImageFsInfoResponse.js';
+import type { ExecRequest__Output } from '../generated/runtime/v1/ExecRequest.js';
+import type { ExecResponse } from '../generated/runtime/v1/ExecResponse.js';
+import type { AttachRequest__Output } from '../generated/runtime/v1/AttachRequest.js';
+import type { AttachResponse } from '../generated/runtime/v1/AttachResponse.js';
+import type { PortForwardRequest__Output } from '../generated/runtime/v1/PortForwardRequest.js';
+import type { PortForwardResponse } from '../generated/runtime/v1/PortForwardResponse.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 
 /**
  * The simulated runtime as the gRPC edge (src/cri) sees it: one method per implemented CRI RPC,
  * named after the RPC in lowerCamelCase, taking the decoded request and resolving with the
  * response. Failures are RuntimeErrors (src/runtime/errors.ts) that the edge maps to gRPC codes.
- * Exec, Attach, PortForward, the streaming lists and CheckpointContainer are not part of it (the
+ * The streaming lists and CheckpointContainer are not part of it (the
  * edge answers UNIMPLEMENTED).
  */
 export interface CriRuntime {
@@ -86,6 +92,9 @@ export interface CriRuntime {
   updateContainerResources(req: UpdateContainerResourcesRequest__Output): Promise<UpdateContainerResourcesResponse>;
   reopenContainerLog(req: ReopenContainerLogRequest__Output): Promise<ReopenContainerLogResponse>;
   execSync(req: ExecSyncRequest__Output): Promise<ExecSyncResponse>;
+  exec(req: ExecRequest__Output): Promise<ExecResponse>;
+  attach(req: AttachRequest__Output): Promise<AttachResponse>;
+  portForward(req: PortForwardRequest__Output): Promise<PortForwardResponse>;
   containerStats(req: ContainerStatsRequest__Output): Promise<ContainerStatsResponse>;
   listContainerStats(req: ListContainerStatsRequest__Output): Promise<ListContainerStatsResponse>;
   podSandboxStats(req: PodSandboxStatsRequest__Output): Promise<PodSandboxStatsResponse>;

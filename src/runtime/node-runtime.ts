@@ -77,6 +77,19 @@ import { RuntimeError } from './errors.js';
 import { imageFsInfo, imageStatus, listImages, pullImage, removeImage } from './image-service.js';
 import { SimulatedRegistry } from './images/catalogue.js';
 import { listMetricDescriptors, listPodSandboxMetrics } from './metrics.js';
+import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
+import { SandboxSockets } from './network/sandbox-sockets.js';
+import { HostPorts } from './network/host-ports.js';
+import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
+import { exec } from './container-exec.js';
+import { attach } from './container-attach.js';
+import { portForward } from './sandbox-port-forward.js';
+import type { ExecRequest__Output } from '../generated/runtime/v1/ExecRequest.js';
+import type { ExecResponse } from '../generated/runtime/v1/ExecResponse.js';
+import type { AttachRequest__Output } from '../generated/runtime/v1/AttachRequest.js';
+import type { AttachResponse } from '../generated/runtime/v1/AttachResponse.js';
+import type { PortForwardRequest__Output } from '../generated/runtime/v1/PortForwardRequest.js';
+import type { PortForwardResponse } from '../generated/runtime/v1/PortForwardResponse.js';
 import { registerBuiltinCommands } from './process/builtin-commands.js';
 import { defaultCommandRegistry, type CommandRegistry } from './process/command-registry.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
@@ -106,8 +119,13 @@ export interface NodeRuntimeOptions {
   /** Simulated pull latency in milliseconds. Default 5. */
   pullDelayMs?: number;
   cgroupDriver?: 'systemd' | 'cgroupfs';
-  /** Pod CIDR used until UpdateRuntimeConfig sets one. Default 10.88.0.0/16. */
+  /**
+   * Pod CIDR used until UpdateRuntimeConfig sets one: a range inside 127.0.0.0/8 (every pod IP
+   * is a real loopback address). Default 127.10.0.0/16; nodes of one process each get their own.
+   */
   podCidr?: string;
+  /** Where the streaming server listens (`host:port` on loopback; port 0: a free one). Default 127.0.0.1:0. */
+  streamingAddress?: string;
   /** References pulled at open (e.g. the pause image). */
   preloadImages?: string[];
   runtimeName?: string;
@@ -142,6 +160,9 @@ export class NodeRuntime implements CriRuntime {
       cgroupDriver: options.cgroupDriver ?? 'systemd',
       windows: options.windows ?? {},
     };
+    const podCidr = loopbackPodCidr(options.podCidr ?? DEFAULT_POD_CIDR, 'podCidr');
+    const streamingAddress = options.streamingAddress ?? '127.0.0.1:0';
+    parseStreamingAddress(streamingAddress);
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
@@ -157,6 +178,13 @@ export class NodeRuntime implements CriRuntime {
     // would print the key twice.
     const load = new CallLoad();
     const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load);
+    let streaming: StreamingServer;
+    try {
+      streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
+    } catch (err) {
+      await windows.close();
+      throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
     const ctx: RuntimeContext = {
       settings,
       logger,
@@ -166,7 +194,8 @@ export class NodeRuntime implements CriRuntime {
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
+      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets(), hostPorts: new HostPorts() },
+      streaming,
       windows,
       load,
       nextHostPid: () => ++hostPid,
@@ -201,6 +230,8 @@ export class NodeRuntime implements CriRuntime {
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
     this.listeners.clear();
+    await this.ctx.streaming.close();
+    this.ctx.network.hostPorts.releaseAll();
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();
@@ -287,6 +318,19 @@ export class NodeRuntime implements CriRuntime {
   }
   execSync(req: ExecSyncRequest__Output): Promise<ExecSyncResponse> {
     return this.call('ExecSync', () => execSync(this.ctx, req));
+  }
+  exec(req: ExecRequest__Output): Promise<ExecResponse> {
+    return this.call('Exec', () => exec(this.ctx, req));
+  }
+  attach(req: AttachRequest__Output): Promise<AttachResponse> {
+    return this.call('Attach', () => attach(this.ctx, req));
+  }
+  portForward(req: PortForwardRequest__Output): Promise<PortForwardResponse> {
+    return this.call('PortForward', () => portForward(this.ctx, req));
+  }
+  /** The streaming server's base URL (http://127.0.0.1:port). */
+  get streamingUrl(): string {
+    return this.ctx.streaming.url;
   }
   containerStats(req: ContainerStatsRequest__Output): Promise<ContainerStatsResponse> {
     return this.call('ContainerStats', () => containerStats(this.ctx, req));

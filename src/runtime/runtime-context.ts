@@ -7,6 +7,10 @@ import type { CommandRegistry } from './process/command-registry.js';
 import type { ContainerStore } from './store/container-store.js';
 import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';
+import type { PodIpPool } from './network/pod-ip-pool.js';
+import type { SandboxSockets } from './network/sandbox-sockets.js';
+import type { HostPorts } from './network/host-ports.js';
+import type { StreamingServer } from './streaming/streaming-server.js';
 import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
 /** Settings of a runtime instance after defaults are applied. */
@@ -25,10 +29,15 @@ export interface RuntimeSettings {
   windows: WindowsRuntimeOptions;
 }
 
-/** Mutable node-level settings changed through UpdateRuntimeConfig. */
+/** The node's pod network: pod IPs from the pod CIDR (changed through UpdateRuntimeConfig). */
 export interface NetworkSettings {
-  podCidr: string;
-  nextHost: number;
+  readonly podIps: PodIpPool;
+  /** A pod CIDR the kubelet sent that is not loopback: recorded, not used (docs/streaming.md). */
+  kubeletPodCidr: string;
+  /** Port-forward connections per sandbox, ended at StopPodSandbox. */
+  readonly forwards: SandboxSockets;
+  /** Host ports bound for sandboxes' port mappings, released at StopPodSandbox. */
+  readonly hostPorts: HostPorts;
 }
 
 /**
@@ -45,6 +54,8 @@ export interface RuntimeContext {
   readonly registry: SimulatedRegistry;
   readonly commands: CommandRegistry;
   readonly network: NetworkSettings;
+  /** The streaming server: Exec, Attach and PortForward URLs and their sessions. */
+  readonly streaming: StreamingServer;
   /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
   readonly windows: WindowsRuntime;
   /** The calls in flight; a lone call's file operations run inline. */

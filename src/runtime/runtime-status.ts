@@ -4,6 +4,7 @@ import type { StatusResponse } from '../generated/runtime/v1/StatusResponse.js';
 import type { UpdateRuntimeConfigRequest__Output } from '../generated/runtime/v1/UpdateRuntimeConfigRequest.js';
 import type { UpdateRuntimeConfigResponse } from '../generated/runtime/v1/UpdateRuntimeConfigResponse.js';
 import { RuntimeError } from './errors.js';
+import { isLoopbackCidr, parseIpv4Cidr } from './network/pod-ip-pool.js';
 import type { RuntimeContext } from './runtime-context.js';
 
 /** Status: RuntimeReady and NetworkReady (critest and crictl need both, true). */
@@ -28,7 +29,8 @@ export function status(ctx: RuntimeContext, req: StatusRequest__Output): StatusR
         runtimeHandlers: ctx.settings.runtimeHandlers,
         defaultSandboxOs: ctx.settings.defaultSandboxOs,
         cgroupDriver: ctx.settings.cgroupDriver,
-        podCidr: ctx.network.podCidr,
+        podCidr: ctx.network.podIps.range,
+        ...(ctx.network.kubeletPodCidr !== '' ? { kubeletPodCidr: ctx.network.kubeletPodCidr } : {}),
       }),
       lastCNILoadStatus: 'OK',
       sandboxes: String(ctx.sandboxes.size),
@@ -46,34 +48,29 @@ export function runtimeConfig(ctx: RuntimeContext): RuntimeConfigResponse {
   return { linux: { cgroup_driver: CGROUP_DRIVER[ctx.settings.cgroupDriver] } };
 }
 
-const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
-
-/** UpdateRuntimeConfig: the kubelet hands over the node's pod CIDR; new pod IPs come from it. */
+/**
+ * UpdateRuntimeConfig: the kubelet hands over the node's pod CIDR; new pod IPs come from it when
+ * it is a loopback range. Any other range (a cluster's 10.244.x.0/24) is recorded and not used:
+ * this simulator hands out loopback addresses only, from `--pod-cidr`.
+ */
 export function updateRuntimeConfig(ctx: RuntimeContext, req: UpdateRuntimeConfigRequest__Output): UpdateRuntimeConfigResponse {
-  const cidr = req.runtime_config?.network_config?.pod_cidr ?? '';
-  if (cidr === '') return {};
-  const first = cidr.split(',')[0]?.trim() ?? '';
-  const m = CIDR.exec(first);
-  if (m === null || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) > 30) {
-    throw new RuntimeError('InvalidArgument', `runtime_config.network_config.pod_cidr "${cidr}" is not an IPv4 CIDR`);
+  const text = req.runtime_config?.network_config?.pod_cidr ?? '';
+  if (text === '') return {};
+  const first = text.split(',')[0]?.trim() ?? '';
+  const cidr = parseIpv4Cidr(first);
+  if (cidr === undefined) {
+    throw new RuntimeError('InvalidArgument', `runtime_config.network_config.pod_cidr "${text}" is not an IPv4 CIDR`);
   }
-  if (first !== ctx.network.podCidr) {
-    ctx.network.podCidr = first;
-    ctx.network.nextHost = 2;
-    ctx.logger.info({ podCidr: first }, 'pod CIDR updated');
+  if (!isLoopbackCidr(cidr)) {
+    if (ctx.network.kubeletPodCidr !== cidr.text) {
+      ctx.network.kubeletPodCidr = cidr.text;
+      ctx.logger.warn({ podCidr: cidr.text, used: ctx.network.podIps.range }, 'pod CIDR from the kubelet is not loopback: pod IPs stay in the runtime\'s range');
+    }
+    return {};
+  }
+  if (cidr.text !== ctx.network.podIps.range) {
+    ctx.network.podIps.setRange(cidr);
+    ctx.logger.info({ podCidr: cidr.text }, 'pod CIDR updated');
   }
   return {};
-}
-
-/** The next pod IP from the pod CIDR (hosts .2 upwards; wraps within the range). */
-export function allocatePodIp(ctx: RuntimeContext): string {
-  const m = CIDR.exec(ctx.network.podCidr);
-  if (m === null) return '10.88.0.2';
-  const base = m.slice(1, 5).reduce((acc, o) => acc * 256 + Number(o), 0);
-  const bits = Number(m[5]);
-  const size = 2 ** (32 - bits);
-  const host = ctx.network.nextHost;
-  ctx.network.nextHost = host + 1 >= size - 1 ? 2 : host + 1;
-  const ip = (Math.floor(base / size) * size + (host % size)) >>> 0;
-  return [24, 16, 8, 0].map((s) => (ip >>> s) & 255).join('.');
 }

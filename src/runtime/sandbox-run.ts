@@ -10,7 +10,6 @@ import { newId } from './ids.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable } from './process/process-table.js';
-import { allocatePodIp } from './runtime-status.js';
 import { windowsSandboxPlatform, windowsSandboxSpecOpts } from './sandbox-run-windows.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 
@@ -50,7 +49,11 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
 
     const os = config.windows !== null ? 'windows' : ctx.settings.defaultSandboxOs;
     const hostname = config.hostname !== '' ? config.hostname : metadata.name;
-    const ip = allocatePodIp(ctx);
+    const ip = ctx.network.podIps.allocate();
+    cleanup.defer(`release pod IP ${ip}`, () => ctx.network.podIps.release(ip));
+    await ctx.network.hostPorts.bind({ id, name, ip }, config.port_mappings, (m) =>
+      ctx.logger.warn({ podSandboxId: id, hostPort: m.host_port, protocol: m.protocol }, 'host port not bound: the simulator forwards TCP host ports only'));
+    cleanup.defer(`release host ports of ${id}`, () => ctx.network.hostPorts.release(id));
     const ociSpec = composeSpec(
       os,
       withProcessArgs(os === 'windows' ? ['c:\\windows\\system32\\cmd.exe', '/c', 'pause.exe'] : ['/pause']),

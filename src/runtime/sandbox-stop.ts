@@ -32,6 +32,11 @@ export async function stopSandbox(ctx: RuntimeContext, sandbox: SandboxRecord): 
   if (sandbox.status.state === SandboxState.READY && ctx.sandboxes.get(sandbox.id) !== undefined) {
     ctx.sandboxes.updateStatus(sandbox.id, (s) => ({ ...s, state: SandboxState.NOTREADY, stoppedAtNanos: ctx.clock.nowNanos() }));
     sandbox.processes.remove(1);
+    // The network is torn down at stop (containerd's teardownPodNetwork): the IP is free again,
+    // and port-forward connections into the pod end.
+    ctx.network.forwards.closeAll(sandbox.id);
+    ctx.network.hostPorts.release(sandbox.id);
+    ctx.network.podIps.release(sandbox.ip);
     ctx.logger.info({ podSandboxId: sandbox.id }, 'pod sandbox stopped');
     publishEvent(ctx, sandbox.id, sandbox.id, ContainerEventType.STOPPED);
   }

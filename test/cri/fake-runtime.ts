@@ -131,6 +131,18 @@ export class FakeRuntime implements CriBackend {
     await this.enter('execSync');
     return { stdout: Buffer.from(`${req.cmd.join(' ')}\n`), stderr: Buffer.alloc(0), exit_code: 0 };
   }
+  async exec(req: Parameters<CriBackend['exec']>[0]): ReturnType<CriBackend['exec']> {
+    await this.enter('exec');
+    return { url: `http://127.0.0.1:1/exec/${req.container_id}` };
+  }
+  async attach(req: Parameters<CriBackend['attach']>[0]): ReturnType<CriBackend['attach']> {
+    await this.enter('attach');
+    return { url: `http://127.0.0.1:1/attach/${req.container_id}` };
+  }
+  async portForward(req: Parameters<CriBackend['portForward']>[0]): ReturnType<CriBackend['portForward']> {
+    await this.enter('portForward');
+    return { url: `http://127.0.0.1:1/portforward/${req.pod_sandbox_id}` };
+  }
   async containerStats(): ReturnType<CriBackend['containerStats']> {
     await this.enter('containerStats');
     return {};

@@ -16,6 +16,8 @@ const CONTAINER_LOG = ['[k8s.io] Container', 'runtime should support log'];
 const IMAGES = ['[k8s.io] Image Manager'];
 const MULTI = ['[k8s.io] Multiple Containers [Conformance]', 'when running multiple containers in a pod'];
 const SECURITY_BUCKET = ['[k8s.io] Security Context', 'bucket'];
+const STREAMING = ['[k8s.io] Streaming', 'runtime should support streaming interfaces'];
+const NETWORKING = ['[k8s.io] Networking', 'runtime should support networking'];
 
 const specs = (containers: string[], its: string[]): CritestSpec[] => its.map((it) => ({ containers, it }));
 
@@ -62,10 +64,25 @@ export const CRITEST_SPECS: readonly CritestSpec[] = [
     'listImage should get exactly 3 image in the result list [Conformance]',
     'listImage should get exactly 3 repoTags in the result image [Conformance]',
   ]),
-  // pkg/validate/multi_container_linux.go (not "should support network": it needs a real HTTP server)
+  // pkg/validate/multi_container_linux.go ("should support network": httpd answers on the pod IP)
   ...specs(MULTI, [
+    'should support network',
     'should support container log',
     'should support container exec',
+  ]),
+  // pkg/validate/streaming.go: the runtime's streaming server (SPDY by default)
+  ...specs(STREAMING, [
+    'runtime should support exec with tty=false and stdin=false [Conformance]',
+    'runtime should support exec with tty=true and stdin=true [Conformance]',
+    'runtime should support attach [Conformance]',
+    'runtime should support portforward [Conformance]',
+  ]),
+  // pkg/validate/networking.go: web servers on the pod IP and host ports on 127.0.0.1
+  ...specs(NETWORKING, [
+    'runtime should support DNS config [Conformance]',
+    'runtime should support set hostname [Conformance]',
+    'runtime should support port mapping with only container port [Conformance]',
+    'runtime should support port mapping with host port and container port [Conformance]',
   ]),
   // pkg/validate/security_context_linux.go: create-time validation. (v1.34.0 has no seccomp
   // profile *path* spec any more: seccomp moved to SecurityProfile and its specs need a kernel.)

@@ -52,7 +52,7 @@ describe('kubectl texts for refusals', () => {
 
 describe('kubectl get pods table', () => {
   const now = Date.parse('2024-01-01T01:00:00Z');
-  const row = { ready: '1/1', status: 'Running', restarts: 0, podIP: '10.88.0.2', startTime: '2024-01-01T00:58:30Z', nodeName: 'winnode1' };
+  const row = { ready: '1/1', status: 'Running', restarts: 0, podIP: '127.10.0.2', startTime: '2024-01-01T00:58:30Z', nodeName: 'winnode1' };
 
   it('one namespace: no NAMESPACE column; columns three spaces apart', () => {
     expect(formatPodTable([{ ...row, namespace: 'default', name: 'web' }], { now })).to.equal('NAME   READY   STATUS    RESTARTS   AGE\nweb    1/1     Running   0          90s\n');
@@ -67,9 +67,9 @@ describe('kubectl get pods table', () => {
       { now, wide: true },
     );
     expect(text).to.equal(
-      'NAMESPACE   NAME    READY   STATUS             RESTARTS      AGE   IP          NODE\n' +
-        'a           web     1/1     Running            0             90s   10.88.0.2   winnode1\n' +
-        'b           crash   0/1     CrashLoopBackOff   3 (10s ago)   90s   <none>      winnode1\n',
+      'NAMESPACE   NAME    READY   STATUS             RESTARTS      AGE   IP           NODE\n' +
+        'a           web     1/1     Running            0             90s   127.10.0.2   winnode1\n' +
+        'b           crash   0/1     CrashLoopBackOff   3 (10s ago)   90s   <none>       winnode1\n',
     );
   });
 

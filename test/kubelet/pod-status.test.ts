@@ -22,7 +22,7 @@ const node = (containers: Partial<NodeContainer>[], sandboxReady = true): NodePo
   sandboxIds: ['s1'],
   sandboxReady,
   createdAt: '1700000000000000000',
-  podIp: '10.88.0.2',
+  podIp: '127.10.0.2',
   containers: containers.map((c, i) => ({ id: `c${i}`, name: 'app', attempt: 0, state: 'Running', startedAt: '1700000001000000000', ...c })),
 });
 
@@ -178,7 +178,7 @@ describe('pod status from the runtime and the kubelet record (generateAPIPodStat
       ['PodScheduled', 'True', '', ''],
     ]);
     expect(status.startTime).to.equal('2023-11-14T22:13:20Z');
-    expect(status.podIP).to.equal('10.88.0.2');
+    expect(status.podIP).to.equal('127.10.0.2');
   });
 
   it('CRI nanoseconds become second-precision RFC 3339; 0 is unset', () => {

@@ -21,11 +21,19 @@ describe('runtime: sandbox and container lifecycle', () => {
     expect(ready).to.have.members(['RuntimeReady', 'NetworkReady']);
     expect(s.info).to.equal(undefined);
     const verbose = await fx.runtime.status({ verbose: true });
-    expect(JSON.parse(verbose.info?.['config'] ?? '{}')).to.have.property('podCidr', '10.88.0.0/16');
+    expect(JSON.parse(verbose.info?.['config'] ?? '{}')).to.have.property('podCidr', '127.10.0.0/16');
+    // A cluster's pod CIDR is recorded, not used: pod IPs stay loopback addresses.
     await fx.runtime.updateRuntimeConfig({ runtime_config: { network_config: { pod_cidr: '10.244.1.0/24' } } });
     const sb = await runSandbox(fx.runtime);
     const st = await fx.runtime.podSandboxStatus({ pod_sandbox_id: sb.id, verbose: false });
-    expect(st.status?.network?.ip).to.match(/^10\.244\.1\.\d+$/);
+    expect(st.status?.network?.ip).to.equal('127.10.0.2');
+    const after = JSON.parse((await fx.runtime.status({ verbose: true })).info?.['config'] ?? '{}');
+    expect(after).to.include({ podCidr: '127.10.0.0/16', kubeletPodCidr: '10.244.1.0/24' });
+    // A loopback range from the kubelet is adopted.
+    await fx.runtime.updateRuntimeConfig({ runtime_config: { network_config: { pod_cidr: '127.20.1.0/24' } } });
+    const sb2 = await runSandbox(fx.runtime);
+    const st2 = await fx.runtime.podSandboxStatus({ pod_sandbox_id: sb2.id, verbose: false });
+    expect(st2.status?.network?.ip).to.equal('127.20.1.2');
     const err = await rejection(fx.runtime.updateRuntimeConfig({ runtime_config: { network_config: { pod_cidr: 'nonsense' } } }));
     expect(err.code).to.equal('InvalidArgument');
     expect(err.message).to.contain('pod_cidr');

@@ -185,6 +185,8 @@ export class CriLogWriter {
   private startFd: number | undefined = undefined;
   /** Batches handed to the chain and not yet written. */
   private queued = 0;
+  /** Attached clients (CRI Attach) see the output as it is written. */
+  tap: ((stream: LogStream, text: string) => void) | undefined = undefined;
 
   private constructor(
     readonly path: string,
@@ -268,6 +270,7 @@ export class CriLogWriter {
 
   write(stream: LogStream, text: string): void {
     if (this.closed || text === '') return;
+    this.tap?.(stream, text);
     const now = this.clock.nowNanos();
     let buffer = this.partialOf(stream) + text;
     for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry, type WaitForSignal } from './command-registry.js';
+import { serveInPod, staticPage } from './pod-web-server.js';
 import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
@@ -253,41 +254,108 @@ function pauseShutdown(signal: string, io: CommandIo): number {
   return 0;
 }
 
-function httpd(ctx: CommandContext): WaitForSignal {
+/** errno numbers and texts of Linux, as servers print them. */
+function errnoOf(err: NodeJS.ErrnoException): { n: number; text: string } {
+  if (err.code === 'EADDRINUSE') return { n: 98, text: 'Address already in use' };
+  if (err.code === 'EACCES') return { n: 13, text: 'Permission denied' };
+  return { n: 99, text: 'Cannot assign requested address' };
+}
+
+const HTTPD_PAGE = '<html><body><h1>It works!</h1></body></html>\n';
+
+/** Apache httpd in the foreground: serves its default page on podIP:80 until a signal. */
+async function httpd(ctx: CommandContext): Promise<number> {
   const ip = String(ctx.target.platform['podIp'] ?? '127.0.0.1');
   const stamp = (): string => new Date().toUTCString().replace(',', '');
   const name = "AH00558: httpd: Could not reliably determine the server's fully qualified domain name, using " +
     `${ip}. Set the 'ServerName' directive globally to suppress this message\n`;
   ctx.stderr(name);
-  ctx.stderr(name);
-  ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n`);
-  ctx.stderr(`[${stamp()}] [core:notice] [pid ${ctx.pid}:tid 140000000000000] AH00094: Command line: 'httpd -D FOREGROUND'\n`);
-  const pid = ctx.pid;
-  return untilSignal((signal, io) => {
-    const graceful = signal === 'SIGWINCH';
-    io.stderr(`[${stamp()}] [mpm_event:notice] [pid ${pid}:tid 140000000000000] AH00492: caught ${signal}, shutting down${graceful ? ' gracefully' : ''}\n`);
-    return 0;
+  const outcome = await serveInPod(ctx, 80, staticPage('Apache/2.4.39 (Unix)', 'text/html', { '/': () => HTTPD_PAGE, '/index.html': () => HTTPD_PAGE }), () => {
+    ctx.stderr(name);
+    ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00489: Apache/2.4.39 (Unix) configured -- resuming normal operations\n`);
+    ctx.stderr(`[${stamp()}] [core:notice] [pid ${ctx.pid}:tid 140000000000000] AH00094: Command line: 'httpd -D FOREGROUND'\n`);
   });
+  if (typeof outcome !== 'string') {
+    const { n, text } = errnoOf(outcome);
+    ctx.stderr(`(${n})${text}: AH00072: make_sock: could not bind to address ${ip}:80\nno listening sockets available, shutting down\nAH00015: Unable to open logs\n`);
+    return 1;
+  }
+  const graceful = outcome === 'SIGWINCH';
+  ctx.stderr(`[${stamp()}] [mpm_event:notice] [pid ${ctx.pid}:tid 140000000000000] AH00492: caught ${outcome}, shutting down${graceful ? ' gracefully' : ''}\n`);
+  return 0;
 }
 
-function nginx(ctx: CommandContext): number | WaitForSignal {
+const NGINX_PAGE = '<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n<h1>Welcome to nginx!</h1>\n' +
+  '<p>If you see this page, the nginx web server is successfully installed and working.</p>\n</body>\n</html>\n';
+
+/** nginx in the foreground: serves its welcome page on podIP:80 until a signal. */
+async function nginx(ctx: CommandContext): Promise<number> {
   if (ctx.argv.includes('-v')) {
     ctx.stderr('nginx version: nginx/1.14.2\n');
     return 0;
   }
-  return untilSignal();
+  const outcome = await serveInPod(ctx, 80, staticPage('nginx/1.14.2', 'text/html', { '/': () => NGINX_PAGE, '/index.html': () => NGINX_PAGE }));
+  if (typeof outcome !== 'string') {
+    const { n, text } = errnoOf(outcome);
+    ctx.stderr(`nginx: [emerg] bind() to ${String(ctx.target.platform['podIp'] ?? '')}:80 failed (${n}: ${text})\n`);
+    return 1;
+  }
+  return 0;
 }
 
-/** IIS's ServiceMonitor.exe: starts the watched service and runs until the container stops. */
-function serviceMonitor(ctx: CommandContext): number | WaitForSignal {
+const IIS_PAGE = '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\r\n' +
+  '<html xmlns="http://www.w3.org/1999/xhtml">\r\n<head>\r\n<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1" />\r\n' +
+  '<title>IIS Windows Server</title>\r\n</head>\r\n<body>\r\n<div id="container"><a href="http://go.microsoft.com/fwlink/?linkid=66138&amp;clcid=0x409">IIS</a></div>\r\n</body>\r\n</html>';
+
+/** What a Windows container's identity says, read from the record (see windows/identity-command-registration.ts). */
+interface IdentityView {
+  userName: string;
+  userDomain: string;
+  networkIdentity?: string;
+}
+
+/**
+ * The identity page of the simulated IIS (our own page, not IIS's): the account requests run
+ * under (the container's runAsUserName) and the one they use on the network (with a gMSA, the
+ * domain account, `DEMO\WebApplication1$`; without, the computer's own).
+ */
+function iisIdentityPage(ctx: CommandContext): string {
+  const identity = ctx.target.platform['windowsIdentity'] as IdentityView | undefined;
+  const user = identity === undefined ? ctx.target.user : `${identity.userDomain}\\${identity.userName}`;
+  const network = identity?.networkIdentity ?? `WORKGROUP\\${ctx.target.hostname.toUpperCase().slice(0, 15)}$`;
+  return `User: ${user}\r\nNetwork identity: ${network}\r\n`;
+}
+
+/** IIS's ServiceMonitor.exe: starts the watched service (w3svc serves on podIP:80) and runs until the container stops. */
+async function serviceMonitor(ctx: CommandContext): Promise<number> {
   const service = ctx.argv[1];
   if (service === undefined) {
     ctx.stderr('ERROR: Service name not specified.\r\n');
     return 1;
   }
   ctx.stdout(`\r\n Service '${service}' has been stopped\r\n\r\n`);
-  ctx.stdout(` Service '${service}' started\r\n`);
-  return untilSignal();
+  if (service.toLowerCase() !== 'w3svc') {
+    ctx.stdout(` Service '${service}' started\r\n`);
+    await new Promise<void>((resolve) => {
+      if (ctx.signal.aborted) resolve();
+      else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    return 0;
+  }
+  const page = staticPage('Microsoft-IIS/10.0', 'text/html', { '/': () => IIS_PAGE, '/iisstart.htm': () => IIS_PAGE });
+  const outcome = await serveInPod(ctx, 80, (req, res) => {
+    if ((req.url ?? '').split('?')[0] === '/identity') {
+      const body = iisIdentityPage(ctx);
+      res.writeHead(200, { Server: 'Microsoft-IIS/10.0', 'Content-Type': 'text/plain' }).end(body);
+      return;
+    }
+    page(req, res);
+  }, () => ctx.stdout(` Service '${service}' started\r\n`));
+  if (typeof outcome !== 'string') {
+    ctx.stderr(`ERROR: Failed to start or query status of service '${service}' error [80070420]\r\n`);
+    return 1;
+  }
+  return 0;
 }
 
 /** Windows-style `ping [-t] [-n N] host` (replies every second) or Linux `ping -c N host`. */

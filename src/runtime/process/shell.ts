@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { takeContainerStdin, type ContainerStdin } from './container-stdin.js';
 import { merged } from '../../merged.js';
 import { containerPath, writeRefused } from './container-files.js';
 import { abortError } from './process-signal.js';
@@ -869,6 +870,26 @@ export function evaluateArithmetic(src: string, lookup: (name: string) => string
   return value;
 }
 
+/** Runs lines from the container's stdin until it ends (or `exit`); the status of the last one. */
+async function readCommands(ctx: CommandContext, registry: CommandRegistry, name: string, stdin: ContainerStdin): Promise<number> {
+  const shell = new ShellInterpreter(ctx, registry, name, []);
+  let status = 0;
+  for (let line = await stdin.readLine(ctx.signal); line !== undefined; line = await stdin.readLine(ctx.signal)) {
+    const exit = /^\s*exit(?:\s+(-?\d+))?\s*$/.exec(line);
+    if (exit !== null) return exit[1] === undefined ? status : Number(exit[1]);
+    let list: List;
+    try {
+      list = parseShellScript(line);
+    } catch (err) {
+      ctx.stderr(`${name}: ${(err as Error).message}\n`);
+      status = 2;
+      continue;
+    }
+    status = await shell.runScript(list, { stdout: ctx.stdout, stderr: ctx.stderr, stdin: '' });
+  }
+  return status;
+}
+
 /**
  * The `sh` command: `sh -c SCRIPT [NAME ARGS…]`. Without -c it reads commands from standard
  * input; with no input it waits while stdin is held open (a container with `stdin: true`) and
@@ -899,10 +920,11 @@ export function shellCommand(registry: CommandRegistry) {
     }
     if (script === undefined) {
       if (ctx.stdin !== '') script = ctx.stdin;
-      else if (ctx.target.platform['stdinOpen'] === true && ctx.pid === 1) {
-        await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('terminated')), { once: true }));
-        return 0;
-      } else return 0;
+      else {
+        // A container's main shell with `stdin: true` reads what attached clients type.
+        const stdin = takeContainerStdin(ctx);
+        return stdin === undefined ? 0 : readCommands(ctx, registry, name, stdin);
+      }
     }
     let list: List;
     try {

@@ -2,6 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { merged } from '../../merged.js';
 import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 import { MAX_LOOP_ITERATIONS } from './shell.js';
+import { takeContainerStdin } from './container-stdin.js';
 
 /**
  * `cmd /c …` and `powershell -Command …`, reduced to what container commands use: statement
@@ -55,13 +56,6 @@ function splitArgs(line: string): string[] {
   return args;
 }
 
-function waitForever(ctx: CommandContext): Promise<never> {
-  return new Promise((_, reject) => {
-    const fail = (): void => reject(new Error('terminated'));
-    if (ctx.signal.aborted) fail();
-    else ctx.signal.addEventListener('abort', fail, { once: true });
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // cmd.exe
@@ -70,9 +64,18 @@ async function runCmd(ctx: CommandContext): Promise<number> {
   const args = ctx.argv.slice(1);
   const at = args.findIndex((a) => /^\/[ck]$/i.test(a));
   if (at < 0) {
-    // An interactive cmd with nothing to read exits; with stdin held open it waits.
-    if (ctx.target.platform['stdinOpen'] === true && ctx.pid === 1) await waitForever(ctx);
-    return 0;
+    // An interactive cmd with nothing to read exits; a main process with stdin reads lines.
+    const stdin = takeContainerStdin(ctx);
+    if (stdin === undefined) return 0;
+    let status = 0;
+    for (let line = await stdin.readLine(ctx.signal); line !== undefined; line = await stdin.readLine(ctx.signal)) {
+      const exit = /^\s*exit(?:\s+(?:\/b\s+)?(-?\d+))?\s*$/i.exec(line);
+      if (exit !== null) return exit[1] === undefined ? status : Number(exit[1]);
+      if (line.trim() === '') continue;
+      const code = await ctx.spawn(['cmd', '/c', line], { stdout: ctx.stdout, stderr: ctx.stderr });
+      status = typeof code === 'number' ? code : 9009;
+    }
+    return status;
   }
   let line = args.slice(at + 1).join(' ');
   if (line.length >= 2 && line.startsWith('"') && line.endsWith('"')) line = line.slice(1, -1);
@@ -194,8 +197,17 @@ async function runPowerShell(ctx: CommandContext): Promise<number> {
   if (/^[-/](c|command)$/i.test(args[i] ?? '')) i++;
   const script = args.slice(i).join(' ');
   if (script.trim() === '') {
-    if (ctx.target.platform['stdinOpen'] === true && ctx.pid === 1) await waitForever(ctx);
-    return 0;
+    const stdin = takeContainerStdin(ctx);
+    if (stdin === undefined) return 0;
+    let status = 0;
+    for (let line = await stdin.readLine(ctx.signal); line !== undefined; line = await stdin.readLine(ctx.signal)) {
+      const exit = /^\s*exit(?:\s+(-?\d+))?\s*$/i.exec(line);
+      if (exit !== null) return exit[1] === undefined ? status : Number(exit[1]);
+      if (line.trim() === '') continue;
+      const code = await ctx.spawn(['powershell', '-Command', line], { stdout: ctx.stdout, stderr: ctx.stderr });
+      status = typeof code === 'number' ? code : 1;
+    }
+    return status;
   }
   const state: PsState = { env: new Map(ctx.env), vars: new Map([['true', 'True'], ['false', 'False']]), failed: false, lastExitCode: 0 };
   try {

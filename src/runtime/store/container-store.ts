@@ -1,4 +1,5 @@
 import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { ContainerStdin } from '../process/container-stdin.js';
 import type { ContainerMetadata__Output } from '../../generated/runtime/v1/ContainerMetadata.js';
 import type { ImageSpec__Output } from '../../generated/runtime/v1/ImageSpec.js';
 import type { Container } from '../../generated/runtime/v1/Container.js';
@@ -48,6 +49,8 @@ export class ContainerLive implements ExitObserver {
   logWriter: CriLogWriter | undefined = undefined;
   /** Exec processes running now, to kill them when the container stops (created with the first). */
   execs: Set<SimulatedProcess> | undefined = undefined;
+  /** The main process's standard input (config `stdin: true`), for CRI Attach. */
+  stdin: ContainerStdin | undefined = undefined;
   /** CPU time of finished exec processes, nanoseconds. */
   execCpuNanos = 0n;
   private container: ContainerRecord | undefined = undefined;
