@@ -46,6 +46,11 @@ export interface NodeModeOptions {
   cpu: string;
   memory: string;
   ephemeralStorage: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  anonymousAuth?: boolean;
+  authorizationMode: string;
   logLevel: string;
 }
 
@@ -173,17 +178,49 @@ interface RunningNodes {
 
 /** Starts the kubelets of the planned nodes over one API client and one pod informer. */
 async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options: NodeModeOptions, logger: Logger): Promise<RunningNodes> {
+  const { startKubeletServer } = await import('../kubelet/server/index.js');
+  if (options.authorizationMode !== 'Webhook' && options.authorizationMode !== 'AlwaysAllow') {
+    throw new Error(`--authorization-mode: ${JSON.stringify(options.authorizationMode)} is not Webhook or AlwaysAllow`);
+  }
   const informer = new PodInformer(api, logger.child({ component: 'pod-informer' }));
   // Pod syncs under way at once, across every node of the process.
   const limiter = new SyncLimiter(32);
   const statusUpdateMs = parseDuration('--node-status-update-frequency', options.nodeStatusUpdateFrequency);
   const callTimeoutMs = parseDuration('--runtime-request-timeout', options.runtimeRequestTimeout);
-  const kubelets = plans.map(
-    (plan) =>
-      new KubeletNode({
+  const kubelets: KubeletNode[] = [];
+  const servers: { close(): Promise<void> }[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const k of kubelets) k.stop();
+    await informer.stop();
+    await Promise.all(servers.map((s) => s.close().catch((err: unknown) => logger.error({ err }, 'closing a kubelet server failed'))));
+  };
+  try {
+    for (const plan of plans) {
+      // The kubelet's HTTPS server on the node's loopback address; the Node advertises its port.
+      let kubelet: KubeletNode | undefined;
+      const server = await startKubeletServer({
+        address: plan.identity.nodeIp,
+        port: plan.identity.kubeletPort,
+        ...(options.tlsCertFile === undefined ? {} : { tlsCertFile: resolve(options.tlsCertFile) }),
+        ...(options.tlsPrivateKeyFile === undefined ? {} : { tlsPrivateKeyFile: resolve(options.tlsPrivateKeyFile) }),
+        ...(options.clientCaFile === undefined ? {} : { clientCaFile: resolve(options.clientCaFile) }),
+        anonymousAuth: options.anonymousAuth === true,
+        authorizationMode: options.authorizationMode,
+        kubeConfig: api.kubeConfig,
+        nodeName: plan.identity.name,
+        cri: plan.cri,
+        pods: () => kubelet?.podController.runningPods() ?? [],
+        callTimeoutMs,
+        memoryCapacityBytes: quantityBytes(plan.identity.memory),
+        logger,
+      }).catch((err: unknown) => {
+        throw new Error(`node ${plan.identity.name}: kubelet server on ${plan.identity.nodeIp}:${plan.identity.kubeletPort}: ${(err as Error).message}`);
+      });
+      servers.push(server);
+      kubelet = new KubeletNode({
         api,
         cri: plan.cri,
-        identity: plan.identity,
+        identity: { ...plan.identity, kubeletPort: server.port },
         informer,
         limiter,
         podLogsRoot: plan.podLogsRoot,
@@ -191,30 +228,22 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         nodeCpuCount: Number(plan.identity.cpu),
         logger,
         nodeController: { statusUpdateMs },
-      }),
-  );
-  try {
+      });
+      kubelets.push(kubelet);
+    }
     // Registration in batches, so a thousand nodes do not open a thousand requests at once.
     for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
     await informer.start();
   } catch (err) {
-    for (const k of kubelets) k.stop();
-    await informer.stop();
+    await stopAll();
     throw err;
   }
-  // KUBELET SERVER SEAM: the kubelet's HTTPS server (`--port`, on identity.nodeIp) starts here
-  // once src/kubelet/server/ exists; until then the Node advertises the port and nothing serves it.
-  return {
-    async stop() {
-      for (const k of kubelets) k.stop();
-      await informer.stop();
-    },
-  };
+  return { stop: stopAll };
 }
 
 function identityFor(name: string, index: number, count: number, osBuild: string, options: NodeModeOptions): NodeIdentity {
   const port = Number(options.port);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`--port: ${JSON.stringify(options.port)} is not a port number`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: ${JSON.stringify(options.port)} is not a port number (0 picks a free one)`);
   const maxPods = Number(options.maxPods);
   if (!Number.isInteger(maxPods) || maxPods < 1) throw new Error(`--max-pods: ${JSON.stringify(options.maxPods)} is not a positive whole number`);
   for (const [flag, value] of [['--memory', options.memory], ['--ephemeral-storage', options.ephemeralStorage]] as const) {
@@ -369,7 +398,12 @@ export function nodeModeOptions(command: Command): Command {
   if (!has('--hostname-override')) command.option('--hostname-override <name>', 'the Node name (lowercased)');
   return command
     .option('--in-cluster', "use the pod's service account instead of --kubeconfig")
-    .option('--port <port>', "the kubelet server's port, advertised in the Node's daemonEndpoints", '10250')
+    .option('--port <port>', "the kubelet server's port (0: a free one), advertised in the Node's daemonEndpoints", '10250')
+    .option('--tls-cert-file <file>', "the kubelet server's certificate (default: a self-signed one)")
+    .option('--tls-private-key-file <file>', 'the key of --tls-cert-file')
+    .option('--client-ca-file <file>', 'client certificates signed by this CA authenticate to the kubelet server (the API server uses one)')
+    .option('--anonymous-auth', 'let unauthenticated requests through to authorization as system:anonymous')
+    .option('--authorization-mode <mode>', 'Webhook (SubjectAccessReview) or AlwaysAllow', 'Webhook')
     .option('--node-ip <ip>', 'InternalIP of the node (loopback only; default 127.0.0.1, or 127.0.1.x per node with --nodes)')
     .option('--max-pods <n>', 'pods this node runs at most', '110')
     .option('--node-labels <labels>', 'extra labels at registration: key=value,…')

@@ -37,7 +37,7 @@ async function runCrictlExec(target: { endpoint: string; dir: string }, id: stri
   return (await runCrictl(target, ['exec', '-s', id, ...cmd])).stdout;
 }
 
-const IIS = 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019';
+const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
 
 function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: string; grace?: number } = {}): object {
   return {
@@ -53,7 +53,7 @@ function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: st
           ...(opts.credentialSpec === undefined ? {} : { gmsaCredentialSpecName: 'webapplication1', gmsaCredentialSpec: opts.credentialSpec }),
         },
       },
-      containers: [{ name: 'iis', image: IIS }],
+      containers: [{ name: 'app', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }],
     },
   };
 }
@@ -63,9 +63,12 @@ describe('node mode against a real control plane', function () {
   let cp: ControlPlane;
   let dir: string;
   let node1: NodeProcess | undefined;
+  let kubeconfig1: string;
   const stateDir = () => join(dir, 'winsim-1');
   const endpoint1 = () => ({ endpoint: `unix://${join(stateDir(), 'cri.sock')}`, dir: stateDir() });
 
+  // --port 0: other suites on this machine may hold 127.0.0.1:10250.
+  const node1Args = () => ['node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-1', '--state-dir', stateDir(), '--port', '0', '--client-ca-file', cp.kubeletClientCaFile];
   const kubectlJson = async <T = any>(args: string[]): Promise<T> => JSON.parse(await cp.kubectlOk([...args, '-o', 'json'])) as T;
   const podJson = (name: string) => kubectlJson(['get', 'pod', name]);
 
@@ -75,7 +78,8 @@ describe('node mode against a real control plane', function () {
     requireCriTool(this, 'crictl');
     dir = await mkdtemp(join(tmpdir(), 'cwn-'));
     cp = await startControlPlane({ nodeNames: ['winsim-1', 'winsim-2'] });
-    node1 = await startNodeProcess(['node', '--kubeconfig', await cp.nodeKubeconfig('winsim-1'), '--hostname-override', 'winsim-1', '--state-dir', stateDir()]);
+    kubeconfig1 = await cp.nodeKubeconfig('winsim-1');
+    node1 = await startNodeProcess(node1Args());
   });
 
   after(async function () {
@@ -92,7 +96,7 @@ describe('node mode against a real control plane', function () {
     expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.17763' });
     expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2019 Datacenter' });
     expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'winsim-1' }]);
-    expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.equal(10250);
+    expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.be.above(0);
     expect(node.status.capacity).to.include({ pods: '110', cpu: '4' });
     const conditions = Object.fromEntries(node.status.conditions.map((c: any) => [c.type, [c.status, c.reason, c.message]]));
     expect(conditions).to.deep.equal({
@@ -119,7 +123,7 @@ describe('node mode against a real control plane', function () {
     const conditions = Object.fromEntries(pod.status.conditions.map((c: any) => [c.type, c.status]));
     expect(conditions).to.include({ PodReadyToStartContainers: 'True', Initialized: 'True', ContainersReady: 'True', Ready: 'True', PodScheduled: 'True' });
     const status = pod.status.containerStatuses[0];
-    expect(status).to.include({ name: 'iis', ready: true, restartCount: 0, started: true });
+    expect(status).to.include({ name: 'app', ready: true, restartCount: 0, started: true });
     expect(status.containerID).to.match(/^cri-winsim:\/\/[0-9a-f]+$/);
     expect(status.imageID).to.not.equal('');
     expect(status.state.running.startedAt).to.be.a('string');
@@ -132,8 +136,26 @@ describe('node mode against a real control plane', function () {
     expect(inspected.status.labels).to.include({ 'io.kubernetes.pod.name': 'webapp', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': pod.metadata.uid });
 
     const events = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=webapp', '-o', 'custom-columns=REASON:.reason,SOURCE:.source.component,MESSAGE:.message', '--no-headers']);
-    expect(events).to.match(/^Created\s+kubelet\s+Created container: iis$/m);
-    expect(events).to.match(/^Started\s+kubelet\s+Started container iis$/m);
+    expect(events).to.match(/^Created\s+kubelet\s+Created container: app$/m);
+    expect(events).to.match(/^Started\s+kubelet\s+Started container app$/m);
+  });
+
+  it('kubectl logs reads the container log through the API server and the kubelet server', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'greeter', namespace: 'default' },
+      spec: {
+        nodeSelector: { 'kubernetes.io/os': 'windows' },
+        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2019', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
+      },
+    });
+    await until('greeter Running', 60_000, async () => ((await podJson('greeter')).status.phase === 'Running' ? true : undefined));
+    const logs = await until('kubectl logs greeter', 20_000, async () => {
+      const out = await cp.kubectlOk(['logs', 'greeter']);
+      return out.includes('hello') ? out : undefined;
+    });
+    expect(logs).to.equal('hello from a simulated windows node\n');
   });
 
   it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode strict)', async () => {
@@ -180,7 +202,7 @@ describe('node mode against a real control plane', function () {
     expect(deleted.code, deleted.stderr).to.equal(0);
     expect(deleted.stdout).to.include('pod "webapp" deleted');
     const events = await cp.kubectlOk(['get', 'events', '--field-selector', `involvedObject.uid=${uid}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message', '--no-headers']);
-    expect(events).to.match(/^Killing\s+Stopping container iis$/m);
+    expect(events).to.match(/^Killing\s+Stopping container app$/m);
     await until('the runtime has no sandbox of webapp', 20_000, async () => {
       const ps = await crictlJson(endpoint1(), ['pods', '--label', `io.kubernetes.pod.uid=${uid}`, '-o', 'json']);
       return ps.items.length === 0 ? true : undefined;
@@ -204,7 +226,7 @@ describe('node mode against a real control plane', function () {
   it('after SIGKILL and a restart of the node process, each pod runs once (no duplicate containers)', async () => {
     const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
     await node1!.kill();
-    node1 = await startNodeProcess(['node', '--kubeconfig', await cp.nodeKubeconfig('winsim-1'), '--hostname-override', 'winsim-1', '--state-dir', stateDir()]);
+    node1 = await startNodeProcess(node1Args());
     // The runtime of `node` keeps its state in memory: the crash took the old container along, and
     // the restarted node runs the pod again, once.
     const after = await until('after-restart reported with its new container', 60_000, async () => {
@@ -250,7 +272,7 @@ describe('node mode against a real control plane', function () {
     const runtimeDir = join(dir, 'rt2');
     const target = { endpoint: `unix://${join(runtimeDir, 'cri.sock')}`, dir: runtimeDir };
     await startNodeProcess(['runtime', '--listen', target.endpoint, '--state-dir', runtimeDir], { readyText: 'cri-winsim runtime listening' });
-    const kubeletArgs = ['kubelet', '--kubeconfig', await cp.nodeKubeconfig('winsim-2'), '--hostname-override', 'winsim-2', '--container-runtime-endpoint', target.endpoint, '--root-dir', join(dir, 'kubelet2')];
+    const kubeletArgs = ['kubelet', '--kubeconfig', await cp.nodeKubeconfig('winsim-2'), '--hostname-override', 'winsim-2', '--container-runtime-endpoint', target.endpoint, '--root-dir', join(dir, 'kubelet2'), '--port', '0'];
     let kubelet = await startNodeProcess(kubeletArgs);
     await cp.apply(windowsPod('adopted', { nodeName: 'winsim-2' }));
     const first = await until('adopted Running', 60_000, async () => {

@@ -46,6 +46,8 @@ export class ApiClient {
     private readonly agent: http.Agent,
     /** The user the credentials authenticate as, when the kubeconfig says (for logs only). */
     readonly userName: string,
+    /** The loaded configuration, for clients built with @kubernetes/client-node (the kubelet server's reviews). */
+    readonly kubeConfig: KubeConfig,
   ) {}
 
   /** Loads the kubeconfig (or the in-cluster service account); errors name the file. */
@@ -85,7 +87,7 @@ export class ApiClient {
     }
     const agentOptions = { keepAlive: true, maxSockets: 64, ...pick(options, ['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']) };
     const agent = server.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent({ keepAlive: true, maxSockets: 64 });
-    return new ApiClient(`${what} (server ${server.origin})`, server, { headers: options.headers ?? {} }, agent, config.getCurrentUser()?.name ?? '');
+    return new ApiClient(`${what} (server ${server.origin})`, server, { headers: options.headers ?? {} }, agent, config.getCurrentUser()?.name ?? '', config);
   }
 
   close(): void {
