@@ -22,7 +22,7 @@ import { ApiClient, ApiError, ApiUnreachableError } from '../kubelet/node/api-cl
 import { KubeletNode } from '../kubelet/node/kubelet-node.js';
 import { quantityBytes, type NodeIdentity } from '../kubelet/node/node-controller.js';
 import { SyncLimiter } from '../kubelet/node/pod-controller.js';
-import { PodInformer } from '../kubelet/node/pod-informer.js';
+import { NodeDeletionWatch, PodInformer } from '../kubelet/node/pod-informer.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { DEFAULT_STATE_DIR } from './runtime.js';
 
@@ -183,6 +183,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
     throw new Error(`--authorization-mode: ${JSON.stringify(options.authorizationMode)} is not Webhook or AlwaysAllow`);
   }
   const informer = new PodInformer(api, logger.child({ component: 'pod-informer' }));
+  const nodeWatch = new NodeDeletionWatch(api, logger.child({ component: 'node-watch' }));
   // Pod syncs under way at once, across every node of the process.
   const limiter = new SyncLimiter(32);
   const statusUpdateMs = parseDuration('--node-status-update-frequency', options.nodeStatusUpdateFrequency);
@@ -192,6 +193,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   const stopAll = async (): Promise<void> => {
     for (const k of kubelets) k.stop();
     await informer.stop();
+    await nodeWatch.stop();
     await Promise.all(servers.map((s) => s.close().catch((err: unknown) => logger.error({ err }, 'closing a kubelet server failed'))));
   };
   try {
@@ -222,6 +224,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         cri: plan.cri,
         identity: { ...plan.identity, kubeletPort: server.port },
         informer,
+        nodeWatch,
         limiter,
         podLogsRoot: plan.podLogsRoot,
         callTimeoutMs,
@@ -234,6 +237,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
     // Registration in batches, so a thousand nodes do not open a thousand requests at once.
     for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
     await informer.start();
+    nodeWatch.start();
   } catch (err) {
     await stopAll();
     throw err;

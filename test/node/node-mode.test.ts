@@ -223,6 +223,20 @@ describe('node mode against a real control plane', function () {
     await until('after-restart Running', 60_000, async () => ((await podJson('after-restart')).status.phase === 'Running' ? true : undefined));
   });
 
+  it('registers the Node again after it is deleted', async () => {
+    const oldUid = (await kubectlJson(['get', 'node', 'winsim-1'])).metadata.uid as string;
+    await cp.kubectlOk(['delete', 'node', 'winsim-1']);
+    // The next status update (every 10 s) finds the Node gone and registers it again.
+    const node = await until('winsim-1 registered again', 40_000, async () => {
+      const res = await cp.kubectl(['get', 'node', 'winsim-1', '-o', 'json']);
+      return res.code === 0 ? JSON.parse(res.stdout) : undefined;
+    });
+    expect(node.metadata.uid).to.not.equal(oldUid);
+    expect(node.metadata.labels['kubernetes.io/os']).to.equal('windows');
+    expect(node.status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    expect(node1!.logged('node not found in the API server; registering it again')).to.equal(true);
+  });
+
   it('after SIGKILL and a restart of the node process, each pod runs once (no duplicate containers)', async () => {
     const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
     await node1!.kill();
@@ -246,12 +260,16 @@ describe('node mode against a real control plane', function () {
 
   it('runs several nodes in one process, each with its own loopback address, socket and computer account', async () => {
     const multiDir = join(dir, 'multi');
-    await startNodeProcess(['node', '--kubeconfig', cp.adminKubeconfig, '--nodes', '2', '--node-name-prefix', 'multi', '--state-dir', multiDir]);
+    await startNodeProcess(['node', '--kubeconfig', cp.adminKubeconfig, '--nodes', '2', '--node-name-prefix', 'multi', '--state-dir', multiDir,
+      '--node-labels', 'team=identity', '--register-with-taints', 'os=windows:NoSchedule', '--max-pods', '30']);
     const nodes = await kubectlJson(['get', 'nodes', '-l', 'kubernetes.io/os=windows']);
     const byName = Object.fromEntries(nodes.items.map((n: any) => [n.metadata.name, n]));
     expect(byName['multi-1'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.1' });
     expect(byName['multi-2'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.2' });
     expect(byName['multi-2'].status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    expect(byName['multi-2'].metadata.labels).to.include({ team: 'identity', 'kubernetes.io/hostname': 'multi-2' });
+    expect(byName['multi-2'].spec.taints).to.deep.equal([{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+    expect(byName['multi-2'].status.capacity.pods).to.equal('30');
     // WebApplication1 is retrievable through WebAppHosts, of which the template's WINNODE1$ is a
     // member: MULTI-2$ took that membership, so the gMSA works on it.
     await cp.apply(windowsPod('on-multi-2', { credentialSpec: KEP_EXAMPLE_CREDENTIAL_SPEC, nodeName: 'multi-2' }));

@@ -10,13 +10,14 @@ import type { ApiClient } from './api-client.js';
 import { EventRecorder } from './event-recorder.js';
 import { NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
 import { PodController, type SyncLimiter } from './pod-controller.js';
-import type { PodInformer } from './pod-informer.js';
+import type { NodeDeletionWatch, PodInformer } from './pod-informer.js';
 
 export interface KubeletNodeOptions {
   readonly api: ApiClient;
   readonly cri: CriClient;
   readonly identity: NodeIdentity;
   readonly informer: PodInformer;
+  readonly nodeWatch: NodeDeletionWatch;
   readonly limiter: SyncLimiter;
   readonly podLogsRoot: string;
   /** --runtime-request-timeout. */
@@ -47,6 +48,7 @@ export class KubeletNode {
     });
     // Subscribed before the informer starts; the informer's first list reaches every node.
     options.informer.subscribe(options.identity.name, this.podController);
+    options.nodeWatch.subscribe(options.identity.name, () => this.nodeController.nodeDeleted());
   }
 
   get name(): string {

@@ -98,7 +98,7 @@ export class NodeController {
 
   /** Starts registration, status and lease loops; resolves once the Node is registered. */
   async start(): Promise<void> {
-    await this.register();
+    await this.ensureRegistered();
     this.schedule(() => this.statusTick(), 0);
     this.schedule(() => this.leaseTick(), 0);
   }
@@ -235,10 +235,29 @@ export class NodeController {
     }
   }
 
+  /** The Node was deleted (seen by the process's node watch): register it again now. */
+  nodeDeleted(): void {
+    if (this.stopped || !this.registered) return;
+    this.logger.warn({ node: this.identity.name }, 'node not found in the API server; registering it again');
+    this.registered = false;
+    void this.ensureRegistered().catch((err: unknown) => this.logger.error({ node: this.identity.name, err: errorText(err) }, 'registering the node again failed'));
+  }
+
+  private registering: Promise<void> | undefined;
+
+  /** One registration at a time, however many ticks and watch events ask for it. */
+  private ensureRegistered(): Promise<void> {
+    if (this.registered) return Promise.resolve();
+    this.registering ??= this.register().finally(() => {
+      this.registering = undefined;
+    });
+    return this.registering;
+  }
+
   private async statusTick(): Promise<void> {
     const every = this.options.statusUpdateMs ?? 10_000;
     try {
-      if (!this.registered) await this.register();
+      if (!this.registered) await this.ensureRegistered();
       const now = new Date();
       const status = await this.status(now);
       // What changed, with the heartbeat times left out.

@@ -157,3 +157,84 @@ export class PodInformer {
     }
   }
 }
+
+/**
+ * One watch of the Nodes of the simulated nodes of a process (a single node watches
+ * `metadata.name=<node>`; several watch the Windows nodes and pick theirs), so a Node deleted
+ * behind a kubelet's back is registered again at once, with no GET per node and tick.
+ */
+export class NodeDeletionWatch {
+  private readonly handlers = new Map<string, () => void>();
+  private readonly abort = new AbortController();
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly api: ApiClient,
+    private readonly logger: Logger,
+  ) {}
+
+  subscribe(nodeName: string, onDeleted: () => void): void {
+    this.handlers.set(nodeName, onDeleted);
+  }
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.running;
+  }
+
+  private selector(): string {
+    const names = [...this.handlers.keys()];
+    return names.length === 1 ? `fieldSelector=${encodeURIComponent(`metadata.name=${names[0]}`)}` : `labelSelector=${encodeURIComponent('kubernetes.io/os=windows')}`;
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.abort.signal;
+    let failures = 0;
+    let resourceVersion = '';
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === '') {
+          const list = await this.api.get<{ metadata?: { resourceVersion?: string }; items: { metadata?: { name?: string } }[] }>(`/api/v1/nodes?${this.selector()}`);
+          resourceVersion = list.metadata?.resourceVersion ?? '';
+          const present = new Set(list.items.map((n) => n.metadata?.name));
+          for (const [name, onDeleted] of this.handlers) if (!present.has(name)) onDeleted();
+        }
+        let gone = false;
+        await this.api.watch<{ metadata?: { name?: string; resourceVersion?: string }; code?: number }>(
+          `/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=${300 + Math.floor(Math.random() * 300)}&${this.selector()}&resourceVersion=${encodeURIComponent(resourceVersion)}`,
+          (event) => {
+            if (event.type === 'ERROR') {
+              if (event.object.code === 410) gone = true;
+              return;
+            }
+            resourceVersion = event.object.metadata?.resourceVersion ?? resourceVersion;
+            if (event.type === 'DELETED') this.handlers.get(event.object.metadata?.name ?? '')?.();
+          },
+          signal,
+        );
+        if (gone) resourceVersion = '';
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        if (isGone(err)) {
+          resourceVersion = '';
+          continue;
+        }
+        failures++;
+        const delay = Math.min(200 * 2 ** (failures - 1), 7_000);
+        this.logger.debug({ attempt: failures, retryInMs: delay, err: errorText(err) }, 'node watch failed, will retry');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          }, { once: true });
+        });
+      }
+    }
+  }
+}
