@@ -140,7 +140,7 @@ describe('node mode against a real control plane', function () {
     expect(events).to.match(/^Started\s+kubelet\s+Started container app$/m);
   });
 
-  it('kubectl logs reads the container log through the API server and the kubelet server', async () => {
+  it('kubectl logs and kubectl exec reach the container through the API server and the kubelet server', async () => {
     await cp.apply({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -156,6 +156,8 @@ describe('node mode against a real control plane', function () {
       return out.includes('hello') ? out : undefined;
     });
     expect(logs).to.equal('hello from a simulated windows node\n');
+    const exec = await cp.kubectl(['exec', 'greeter', '--', 'hostname'], { timeoutMs: 30_000 });
+    expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
   });
 
   it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode strict)', async () => {
@@ -176,6 +178,22 @@ describe('node mode against a real control plane', function () {
     expect(['RunContainerError', 'CrashLoopBackOff']).to.include(status.state.waiting.reason);
     expect(status.ready).to.equal(false);
     expect(status.lastState.terminated.reason).to.equal('StartError');
+  });
+
+  it("reads the GMSA KEP's ConfigMap as the node: the Node authorizer refuses it (no relationship), CreateContainerConfigError", async () => {
+    await cp.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'webserver-credspec', namespace: 'default' }, data: { 'gmsa-cred-spec': KEP_EXAMPLE_CREDENTIAL_SPEC } });
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kep-configmap', namespace: 'default', annotations: { 'pod.alpha.kubernetes.io/windows-gmsa-config-map': 'webserver-credspec' } },
+      spec: { nodeSelector: { 'kubernetes.io/os': 'windows' }, containers: [{ name: 'app', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }] },
+    });
+    const waiting = await until('kep-configmap waiting', 30_000, async () => (await podJson('kep-configmap')).status.containerStatuses?.[0]?.state?.waiting);
+    expect(waiting.reason).to.equal('CreateContainerConfigError');
+    // The Node authorizer's text (plugin/pkg/auth/authorizer/node/node_authorizer.go, v1.34).
+    expect(waiting.message).to.equal(
+      'cannot read GMSA ConfigMap default/webserver-credspec: configmaps "webserver-credspec" is forbidden: User "system:node:winsim-1" cannot get resource "configmaps" in API group "" in the namespace "default": no relationship found between node \'winsim-1\' and this object',
+    );
   });
 
   it('refuses a Linux pod bound to the node: PodOSNotSupported, phase Failed', async () => {

@@ -16,6 +16,8 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly reason?: string,
+    /** The Status object's message alone (what kubectl prints after "Error from server"). */
+    readonly statusMessage: string = message,
   ) {
     super(message);
   }
@@ -131,7 +133,7 @@ export class ApiClient {
       } catch {
         /* not a Status object */
       }
-      throw new ApiError(status, `${method} ${path}: ${status} ${message || http.STATUS_CODES[status] || ''}`.trim(), reason);
+      throw new ApiError(status, `${method} ${path}: ${status} ${message || http.STATUS_CODES[status] || ''}`.trim(), reason, message || http.STATUS_CODES[status] || '');
     }
     return (text === '' ? {} : JSON.parse(text)) as T;
   }

@@ -327,7 +327,7 @@ export class PodController implements PodHandler {
         if (spec === undefined || spec === '') return `GMSA ConfigMap ${JSON.stringify(annotation)} in namespace ${JSON.stringify(namespace)} does not have a ${gmsaConfigMapKey} key`;
         pod.spec!.securityContext = { ...pod.spec!.securityContext, windowsOptions: { ...pod.spec!.securityContext?.windowsOptions, gmsaCredentialSpec: spec } };
       } catch (err) {
-        if (err instanceof ApiError) return `cannot read the GMSA ConfigMap: ${err.message}`;
+        if (err instanceof ApiError) return `cannot read GMSA ConfigMap ${namespace}/${annotation}: ${err.statusMessage}`;
         throw err;
       }
     }
