@@ -379,7 +379,8 @@ export async function runNodeKubelet(options: NodeModeOptions & { containerRunti
     api.close();
     throw new Error(`the container runtime at ${options.containerRuntimeEndpoint} is not reachable: ${grpcErrorString(err)}`);
   }
-  // The node's OS build is the runtime's business; the kubelet reads it as a Windows kubelet reads the registry: not over CRI. The default build is used.
+  // CRI does not carry the OS build (a Windows kubelet reads it from the registry): the runtime's
+  // node file is not at hand here, so the build of the embedded default node is reported.
   const identity = identityFor(names[0]!, 0, 1, '10.0.17763', options);
   const rootDir = resolve(options.rootDir ?? join(DEFAULT_STATE_DIR, 'kubelet'));
   const signal = untilSignal(logger);

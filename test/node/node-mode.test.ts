@@ -241,6 +241,13 @@ describe('node mode against a real control plane', function () {
     await until('after-restart Running', 60_000, async () => ((await podJson('after-restart')).status.phase === 'Running' ? true : undefined));
   });
 
+  it("refuses to start as another node than the credentials' own, naming the node and the API server's reason", async () => {
+    const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-9', '--state-dir', join(dir, 'impostor'), '--port', '0'], { killAfterMs: 60_000 });
+    expect(res.code, res.stderr).to.equal(1);
+    expect(res.stderr).to.include(`cri-winsim: kubeconfig ${kubeconfig1} (server ${cp.server}): cannot register node winsim-9: POST /api/v1/nodes: 403 nodes "winsim-9" is forbidden: node "winsim-1" is not allowed to modify node "winsim-9"`);
+    expect((await cp.kubectl(['get', 'node', 'winsim-9'])).code).to.equal(1);
+  });
+
   it('registers the Node again after it is deleted', async () => {
     const oldUid = (await kubectlJson(['get', 'node', 'winsim-1'])).metadata.uid as string;
     await cp.kubectlOk(['delete', 'node', 'winsim-1']);
