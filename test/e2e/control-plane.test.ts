@@ -2,16 +2,17 @@
 // kube-scheduler (Kubernetes v1.34.12, etcd v3.6.14, built by scripts/install-tools.mjs) on
 // loopback, driven through the real kubectl. Outside CI it is skipped when they are not built.
 import { expect } from 'chai';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import {
   DEFAULT_NODE_NAMES,
   KUBERNETES_VERSION,
+  liveControlPlanes,
   requireControlPlaneTools,
   selfSignedServingCertificate,
   startControlPlane,
@@ -195,6 +196,37 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     await plane().stop(); // idempotent
     for (const pid of pids) expect(processRunning(pid), `pid ${pid}`).to.equal(false);
     expect(existsSync(dir)).to.equal(false);
+    // kubectl kept its discovery cache in the temp dir, not in ~/.kube.
+    expect(existsSync(join(homedir(), '.kube', 'cache', 'discovery', plane().server.replace('https://', '').replace(':', '_')))).to.equal(false);
     expect(plane().pids()).to.deep.equal({});
+  });
+});
+
+describe('test control plane: a start that fails', function () {
+  this.timeout(60_000);
+
+  before(function () {
+    requireControlPlaneTools(this);
+  });
+
+  it('rejects with the failing program\'s output and leaves no process or file behind', async () => {
+    const before = readdirSync(tmpdir()).filter((n) => n.startsWith('cri-winsim-cp-'));
+    let err: unknown;
+    try {
+      await startControlPlane({ scheduler: false, apiServerArgs: ['--no-such-flag'] });
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.match(/kube-apiserver at https:\/\/127\.0\.0\.1:\d+: the process exited \(code 1, signal null\) before it was ready/);
+    // pflag's text (github.com/spf13/pflag).
+    expect(String(err)).to.contain('unknown flag: --no-such-flag');
+    expect(liveControlPlanes()).to.deep.equal([]);
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith('cri-winsim-cp-'))).to.deep.equal(before);
+  });
+
+  it('refuses a node name that is not a DNS subdomain before starting anything', async () => {
+    let err: unknown;
+    try { await startControlPlane({ nodeNames: ['Bad_Name'] }); } catch (e) { err = e; }
+    expect(String(err)).to.contain('node name "Bad_Name" is not a DNS subdomain');
   });
 });

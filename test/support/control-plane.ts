@@ -41,8 +41,13 @@ export type ControlPlaneTool = (typeof CONTROL_PLANE_TOOLS)[number];
 /** The Kubernetes release pinned in tools/kubernetes/go.mod (what `kubectl version` reports). */
 export const KUBERNETES_VERSION = 'v1.34.12';
 
+/** `PREFIX-1` … `PREFIX-N`, the names `cri-winsim node --nodes N --node-name-prefix PREFIX` gives its nodes. */
+export function numberedNodeNames(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}-${i + 1}`);
+}
+
 /** Node names that get a token when start() is given none: `winsim-1` … `winsim-16`. */
-export const DEFAULT_NODE_NAMES: readonly string[] = Array.from({ length: 16 }, (_, i) => `winsim-${i + 1}`);
+export const DEFAULT_NODE_NAMES: readonly string[] = numberedNodeNames('winsim', 16);
 
 export const ADMIN_USER = 'cri-winsim-admin';
 
@@ -338,7 +343,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     for (const p of Object.values(procs)) if (p) signalGroup(p, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
+  // SIGINT/SIGTERM (Ctrl-C, a CI time-out) end node without running 'exit' handlers: do the
+  // same tidy-up, then let the signal do what it would have done.
+  const onSignal = (signal: NodeJS.Signals) => {
+    onExit();
+    unhook();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  const onSigint = () => onSignal('SIGINT');
+  const onSigterm = () => onSignal('SIGTERM');
+  const unhook = () => {
+    process.removeListener('exit', onExit);
+    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGTERM', onSigterm);
+  };
   process.once('exit', onExit);
+  process.once('SIGINT', onSigint);
+  process.once('SIGTERM', onSigterm);
 
   let stopping: Promise<void> | undefined;
   const stopAll = () => {
@@ -348,7 +369,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         await terminate(procs['kube-apiserver'], API_SERVER_GRACE_MS);
         await terminate(procs.etcd, 5_000);
       } finally {
-        process.removeListener('exit', onExit);
+        unhook();
         live.delete(entry);
         await rm(dir, { recursive: true, force: true });
       }
@@ -455,7 +476,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await writeFile(schedulerKubeconfig, kubeconfigText(server, caData, 'system:kube-scheduler', schedulerToken), { mode: 0o600 });
 
     const kubectl = async (args: readonly string[], kopts: KubectlOptions = {}): Promise<KubectlResult> => {
-      const fullArgs = ['--kubeconfig', kopts.kubeconfig ?? adminKubeconfig, ...args];
+      // --cache-dir: kubectl's discovery and HTTP caches stay in the temp dir instead of ~/.kube.
+      const fullArgs = ['--kubeconfig', kopts.kubeconfig ?? adminKubeconfig, '--cache-dir', join(dir, 'kubectl-cache'), ...args];
       const command = ['kubectl', ...args].join(' ');
       return new Promise((resolve, reject) => {
         const child = spawn(paths.kubectl, fullArgs, { cwd: dir, env: process.env, stdio: [kopts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
