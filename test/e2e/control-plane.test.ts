@@ -210,18 +210,27 @@ describe('test control plane: a start that fails', function () {
   });
 
   it('rejects with the failing program\'s output and leaves no process or file behind', async () => {
-    const before = readdirSync(tmpdir()).filter((n) => n.startsWith('cri-winsim-cp-'));
+    // A TMPDIR of its own, so other control planes (other suites, other checkouts) don't count.
+    const outer = await mkdtemp(join(tmpdir(), 'cri-winsim-cpfail-'));
+    const saved = process.env.TMPDIR;
     let err: unknown;
+    let left: string[] = [];
     try {
+      process.env.TMPDIR = outer;
       await startControlPlane({ scheduler: false, apiServerArgs: ['--no-such-flag'] });
     } catch (e) {
       err = e;
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      left = readdirSync(outer);
+      await rm(outer, { recursive: true, force: true });
     }
     expect(String(err)).to.match(/kube-apiserver at https:\/\/127\.0\.0\.1:\d+: the process exited \(code 1, signal null\) before it was ready/);
     // pflag's text (github.com/spf13/pflag).
     expect(String(err)).to.contain('unknown flag: --no-such-flag');
     expect(liveControlPlanes()).to.deep.equal([]);
-    expect(readdirSync(tmpdir()).filter((n) => n.startsWith('cri-winsim-cp-'))).to.deep.equal(before);
+    expect(left).to.deep.equal([]);
   });
 
   it('refuses a node name that is not a DNS subdomain before starting anything', async () => {

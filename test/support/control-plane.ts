@@ -409,29 +409,29 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const kubeletClient = await kubeletClientCertificate(certDir);
 
     // etcd: single member, loopback; the peer listener takes any free port (nothing joins it).
-    const etcdPort = await freePort();
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    procs.etcd = launch(paths.etcd, [
-      '--name', 'default',
-      '--data-dir', join(dir, 'etcd'),
-      '--listen-client-urls', etcdUrl,
-      '--advertise-client-urls', etcdUrl,
-      '--listen-peer-urls', 'http://127.0.0.1:0',
-      '--initial-advertise-peer-urls', 'http://127.0.0.1:0',
-      '--initial-cluster', 'default=http://127.0.0.1:0',
-      '--log-level', 'warn',
-      // Throw-away data: no fsync keeps it fast on a busy disk.
-      '--unsafe-no-fsync',
-    ], dir);
-    await waitFor(`etcd at ${etcdUrl}`, readyTimeoutMs, procs.etcd, async () => {
-      const res = await httpGet(`${etcdUrl}/health`);
-      return res !== undefined && res.status === 200 && /"health":\s*"true"/.test(res.body);
+    const etcdUrl = await onFreePort(() => procs.etcd, async (etcdPort) => {
+      const url = `http://127.0.0.1:${etcdPort}`;
+      procs.etcd = launch(paths.etcd, [
+        '--name', 'default',
+        '--data-dir', join(dir, 'etcd'),
+        '--listen-client-urls', url,
+        '--advertise-client-urls', url,
+        '--listen-peer-urls', 'http://127.0.0.1:0',
+        '--initial-advertise-peer-urls', 'http://127.0.0.1:0',
+        '--initial-cluster', 'default=http://127.0.0.1:0',
+        '--log-level', 'warn',
+        // Throw-away data: no fsync keeps it fast on a busy disk.
+        '--unsafe-no-fsync',
+      ], dir);
+      await waitFor(`etcd at ${url}`, readyTimeoutMs, procs.etcd, async () => {
+        const res = await httpGet(`${url}/health`);
+        return res !== undefined && res.status === 200 && /"health":\s*"true"/.test(res.body);
+      });
+      return url;
     });
 
     // kube-apiserver.
-    const port = await freePort();
-    const server = `https://127.0.0.1:${port}`;
-    const apiServerArgs = [
+    const apiServerArgs = (port: number) => [
       '--etcd-servers', etcdUrl,
       '--bind-address', '127.0.0.1',
       '--advertise-address', '127.0.0.1',
@@ -459,15 +459,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--endpoint-reconciler-type', 'none',
       ...(opts.apiServerArgs ?? []),
     ];
-    const startApi = async () => {
-      procs['kube-apiserver'] = launch(paths['kube-apiserver'], apiServerArgs, dir);
+    const startApi = async (port: number) => {
+      const url = `https://127.0.0.1:${port}`;
+      procs['kube-apiserver'] = launch(paths['kube-apiserver'], apiServerArgs(port), dir);
       const proc = procs['kube-apiserver'];
-      await waitFor(`kube-apiserver at ${server}`, readyTimeoutMs, proc, async () => {
-        const res = await httpsGet(`${server}/readyz`, adminToken, undefined);
+      await waitFor(`kube-apiserver at ${url}`, readyTimeoutMs, proc, async () => {
+        const res = await httpsGet(`${url}/readyz`, adminToken, undefined);
         return res?.status === 200;
       });
+      return port;
     };
-    await startApi();
+    // A restart keeps the port: clients (nodes) reconnect to the address they know.
+    const apiPort = await onFreePort(() => procs['kube-apiserver'], startApi);
+    const server = `https://127.0.0.1:${apiPort}`;
     const caData = await servingCa(join(certDir, 'apiserver.crt'));
 
     const adminKubeconfig = join(dir, 'admin.kubeconfig');
@@ -521,20 +525,21 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await ensureNamespace('default');
 
     if (opts.scheduler ?? true) {
-      const schedulerPort = await freePort();
-      procs['kube-scheduler'] = launch(paths['kube-scheduler'], [
-        '--kubeconfig', schedulerKubeconfig,
-        '--authentication-kubeconfig', schedulerKubeconfig,
-        '--authorization-kubeconfig', schedulerKubeconfig,
-        '--bind-address', '127.0.0.1',
-        '--secure-port', String(schedulerPort),
-        // One scheduler: no leader election, so an API server restart longer than the renew
-        // deadline does not make it exit.
-        '--leader-elect=false',
-      ], dir);
-      await waitFor(`kube-scheduler on 127.0.0.1:${schedulerPort}`, readyTimeoutMs, procs['kube-scheduler'], async () => {
-        const res = await httpsGet(`https://127.0.0.1:${schedulerPort}/readyz`, schedulerToken, undefined);
-        return res?.status === 200;
+      await onFreePort(() => procs['kube-scheduler'], async (schedulerPort) => {
+        procs['kube-scheduler'] = launch(paths['kube-scheduler'], [
+          '--kubeconfig', schedulerKubeconfig,
+          '--authentication-kubeconfig', schedulerKubeconfig,
+          '--authorization-kubeconfig', schedulerKubeconfig,
+          '--bind-address', '127.0.0.1',
+          '--secure-port', String(schedulerPort),
+          // One scheduler: no leader election, so an API server restart longer than the renew
+          // deadline does not make it exit.
+          '--leader-elect=false',
+        ], dir);
+        await waitFor(`kube-scheduler on 127.0.0.1:${schedulerPort}`, readyTimeoutMs, procs['kube-scheduler'], async () => {
+          const res = await httpsGet(`https://127.0.0.1:${schedulerPort}/readyz`, schedulerToken, undefined);
+          return res?.status === 200;
+        });
       });
     }
 
@@ -581,11 +586,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       },
       async startApiServer() {
         if (procs['kube-apiserver']?.exited === undefined) throw new Error('kube-apiserver is already running');
-        await startApi();
+        await startApi(apiPort);
       },
       async restartApiServer(o = {}) {
         await terminate(procs['kube-apiserver'], o.graceMs ?? API_SERVER_GRACE_MS);
-        await startApi();
+        await startApi(apiPort);
       },
       stop: stopAll,
     };
@@ -593,6 +598,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   } catch (err) {
     await stopAll();
     throw err;
+  }
+}
+
+/**
+ * start(port) on a port that was free a moment ago; when the program exits because another
+ * process took that port meanwhile, again on another (three tries).
+ */
+async function onFreePort<T>(proc: () => Proc | undefined, start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    try {
+      return await start(port);
+    } catch (err) {
+      const p = proc();
+      const taken = p?.exited !== undefined && /address already in use/.test(p.lines.join('\n'));
+      if (!taken || attempt >= 3) throw err;
+    }
   }
 }
 
