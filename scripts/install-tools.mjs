@@ -101,7 +101,7 @@ const modules = [
       // As kwok's hack/releases.sh stamps it.
       const ldflags = [`-X sigs.k8s.io/kwok/pkg/consts.Version=${v}`];
       return [
-        { name: 'kwok', build: ['build'], pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags, versionArgs: ['--version'], expected: `kwok version ${v}`, prefix: true },
+        { name: 'kwok', build: ['build'], pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags, versionArgs: ['--version'], expected: `kwok version ${v} `, prefix: true },
       ];
     },
   },

@@ -73,6 +73,36 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     expect(secrets.stderr).to.contain('secrets is forbidden: User "system:node:winsim-1" cannot list resource "secrets" in API group "" in the namespace "default"');
   });
 
+  it('a node may create TokenReviews and SubjectAccessReviews (what a kubelet\'s HTTPS server sends)', async () => {
+    const kubeconfig = await plane().nodeKubeconfig('winsim-1');
+    // --validate=false: client-side validation would list CRDs, which a node may not.
+    const review = JSON.parse(await plane().kubectlOk(['create', '--validate=false', '-o', 'json', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: plane().adminToken } }),
+    })) as { status: { authenticated: boolean; user: { username: string; groups: string[] } } };
+    expect(review.status.authenticated).to.equal(true);
+    expect(review.status.user.username).to.equal('cri-winsim-admin');
+    expect(review.status.user.groups).to.include('system:masters');
+    const sar = JSON.parse(await plane().kubectlOk(['create', '--validate=false', '-o', 'json', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify({
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: 'system:node:winsim-2', groups: ['system:nodes'], resourceAttributes: { verb: 'get', resource: 'nodes', subresource: 'log', name: 'winsim-1' } },
+      }),
+    })) as { status: { allowed: boolean } };
+    expect(sar.status.allowed).to.equal(false);
+  });
+
+  it('grantToNodes() gives every node more than the Node authorizer does', async () => {
+    const kubeconfig = await plane().nodeKubeconfig('winsim-2');
+    const can = async () => (await plane().kubectl(['auth', 'can-i', 'list', 'configmaps', '-n', 'kube-system'], { kubeconfig })).stdout.trim();
+    // The Node authorizer's reason (plugin/pkg/auth/authorizer/node/node_authorizer.go, v1.34).
+    expect(await can()).to.equal('no - No Object name found');
+    await plane().grantToNodes('cri-winsim-test-read-configmaps', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }]);
+    expect(await can()).to.equal('yes');
+  });
+
   it('nodeKubeconfig() and nodeToken() refuse a node name that has no token', async () => {
     let err: unknown;
     try { await plane().nodeKubeconfig('winsim-9'); } catch (e) { err = e; }

@@ -72,6 +72,15 @@ export interface ControlPlaneOptions {
   name?: string;
 }
 
+/** An RBAC rule (rbac.authorization.k8s.io/v1 PolicyRule). */
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+  verbs: string[];
+}
+
 export interface KubectlOptions {
   /** Written to kubectl's standard input (e.g. a manifest for `apply -f -`). */
   input?: string;
@@ -126,6 +135,11 @@ export interface ControlPlane {
    * `kube-root-ca.crt` ConfigMap, as kube-controller-manager's controllers would. Idempotent.
    */
   ensureNamespace(ns: string, serviceAccounts?: readonly string[]): Promise<void>;
+  /**
+   * RBAC beyond what the Node authorizer grants a node: ClusterRole `name` with these rules,
+   * bound (ClusterRoleBinding `name`) to the group `system:nodes`. Idempotent.
+   */
+  grantToNodes(name: string, rules: readonly PolicyRule[]): Promise<void>;
   /** Recent output of one component (last lines kept). */
   logs(component: 'etcd' | 'kube-apiserver' | 'kube-scheduler'): string;
   /** Process ids of the running components (for leak checks). */
@@ -576,6 +590,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       kubectlOk,
       apply,
       ensureNamespace,
+      async grantToNodes(roleName, rules) {
+        const rbac = 'rbac.authorization.k8s.io/v1';
+        await apply({
+          apiVersion: 'v1',
+          kind: 'List',
+          items: [
+            { apiVersion: rbac, kind: 'ClusterRole', metadata: { name: roleName }, rules },
+            {
+              apiVersion: rbac,
+              kind: 'ClusterRoleBinding',
+              metadata: { name: roleName },
+              roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName },
+              subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
+            },
+          ],
+        });
+      },
       logs: (c) => (procs[c]?.lines ?? []).join('\n'),
       pids: () => Object.fromEntries(Object.entries(procs)
         .filter(([, p]) => p?.exited === undefined && p.child.pid !== undefined)
