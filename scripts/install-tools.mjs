@@ -101,7 +101,7 @@ const modules = [
       // As kwok's hack/releases.sh stamps it.
       const ldflags = [`-X sigs.k8s.io/kwok/pkg/consts.Version=${v}`];
       return [
-        { name: 'kwok', build: ['build'], pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags, versionArgs: ['--version'], expected: `kwok version ${v}`, prefix: true },
+        { name: 'kwok', build: ['build'], pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags, versionArgs: ['--version'], expected: `kwok version ${v} `, prefix: true },
       ];
     },
   },
@@ -180,6 +180,8 @@ function build(mod, tool, go, useNice) {
     // go.sum is complete: a missing hash is an error, never a silent go.mod/go.sum update.
     '-mod=readonly',
     '-trimpath',
+    // The programs are dependencies' main packages: there is no VCS state of ours to stamp.
+    '-buildvcs=false',
     '-ldflags', ['-s', '-w', ...(typeof tool.ldflags === 'function' ? tool.ldflags() : tool.ldflags)].join(' '),
     '-o', partial,
     tool.pkg,

@@ -2,16 +2,17 @@
 // kube-scheduler (Kubernetes v1.34.12, etcd v3.6.14, built by scripts/install-tools.mjs) on
 // loopback, driven through the real kubectl. Outside CI it is skipped when they are not built.
 import { expect } from 'chai';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import {
   DEFAULT_NODE_NAMES,
   KUBERNETES_VERSION,
+  liveControlPlanes,
   requireControlPlaneTools,
   selfSignedServingCertificate,
   startControlPlane,
@@ -70,6 +71,36 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     expect(secrets.code).to.equal(1);
     // apiserver's Forbidden text (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go, v1.34).
     expect(secrets.stderr).to.contain('secrets is forbidden: User "system:node:winsim-1" cannot list resource "secrets" in API group "" in the namespace "default"');
+  });
+
+  it('a node may create TokenReviews and SubjectAccessReviews (what a kubelet\'s HTTPS server sends)', async () => {
+    const kubeconfig = await plane().nodeKubeconfig('winsim-1');
+    // --validate=false: client-side validation would list CRDs, which a node may not.
+    const review = JSON.parse(await plane().kubectlOk(['create', '--validate=false', '-o', 'json', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: plane().adminToken } }),
+    })) as { status: { authenticated: boolean; user: { username: string; groups: string[] } } };
+    expect(review.status.authenticated).to.equal(true);
+    expect(review.status.user.username).to.equal('cri-winsim-admin');
+    expect(review.status.user.groups).to.include('system:masters');
+    const sar = JSON.parse(await plane().kubectlOk(['create', '--validate=false', '-o', 'json', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify({
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: 'system:node:winsim-2', groups: ['system:nodes'], resourceAttributes: { verb: 'get', resource: 'nodes', subresource: 'log', name: 'winsim-1' } },
+      }),
+    })) as { status: { allowed: boolean } };
+    expect(sar.status.allowed).to.equal(false);
+  });
+
+  it('grantToNodes() gives every node more than the Node authorizer does', async () => {
+    const kubeconfig = await plane().nodeKubeconfig('winsim-2');
+    const can = async () => (await plane().kubectl(['auth', 'can-i', 'list', 'configmaps', '-n', 'kube-system'], { kubeconfig })).stdout.trim();
+    // The Node authorizer's reason (plugin/pkg/auth/authorizer/node/node_authorizer.go, v1.34).
+    expect(await can()).to.equal('no - No Object name found');
+    await plane().grantToNodes('cri-winsim-test-read-configmaps', [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }]);
+    expect(await can()).to.equal('yes');
   });
 
   it('nodeKubeconfig() and nodeToken() refuse a node name that has no token', async () => {
@@ -195,6 +226,46 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     await plane().stop(); // idempotent
     for (const pid of pids) expect(processRunning(pid), `pid ${pid}`).to.equal(false);
     expect(existsSync(dir)).to.equal(false);
+    // kubectl kept its discovery cache in the temp dir, not in ~/.kube.
+    expect(existsSync(join(homedir(), '.kube', 'cache', 'discovery', plane().server.replace('https://', '').replace(':', '_')))).to.equal(false);
     expect(plane().pids()).to.deep.equal({});
+  });
+});
+
+describe('test control plane: a start that fails', function () {
+  this.timeout(60_000);
+
+  before(function () {
+    requireControlPlaneTools(this);
+  });
+
+  it('rejects with the failing program\'s output and leaves no process or file behind', async () => {
+    // A TMPDIR of its own, so other control planes (other suites, other checkouts) don't count.
+    const outer = await mkdtemp(join(tmpdir(), 'cri-winsim-cpfail-'));
+    const saved = process.env.TMPDIR;
+    let err: unknown;
+    let left: string[] = [];
+    try {
+      process.env.TMPDIR = outer;
+      await startControlPlane({ scheduler: false, apiServerArgs: ['--no-such-flag'] });
+    } catch (e) {
+      err = e;
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      left = readdirSync(outer);
+      await rm(outer, { recursive: true, force: true });
+    }
+    expect(String(err)).to.match(/kube-apiserver at https:\/\/127\.0\.0\.1:\d+: the process exited \(code 1, signal null\) before it was ready/);
+    // pflag's text (github.com/spf13/pflag).
+    expect(String(err)).to.contain('unknown flag: --no-such-flag');
+    expect(liveControlPlanes()).to.deep.equal([]);
+    expect(left).to.deep.equal([]);
+  });
+
+  it('refuses a node name that is not a DNS subdomain before starting anything', async () => {
+    let err: unknown;
+    try { await startControlPlane({ nodeNames: ['Bad_Name'] }); } catch (e) { err = e; }
+    expect(String(err)).to.contain('node name "Bad_Name" is not a DNS subdomain');
   });
 });

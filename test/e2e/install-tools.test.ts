@@ -19,7 +19,7 @@ const PINNED: Record<string, string> = {
   'kube-scheduler': 'Kubernetes v1.34.12',
   kubectl: 'Client Version: v1.34.12',
   etcd: 'etcd Version: 3.6.14',
-  kwok: 'kwok version v0.7.0 (go1.25.0/linux/amd64)',
+  kwok: 'kwok version v0.7.0 go1.26.8 (linux/amd64)',
 };
 const TEST_TOOLS = ['crictl', 'critest', 'kube-apiserver', 'kube-scheduler', 'kubectl', 'etcd'];
 

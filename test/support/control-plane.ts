@@ -41,8 +41,13 @@ export type ControlPlaneTool = (typeof CONTROL_PLANE_TOOLS)[number];
 /** The Kubernetes release pinned in tools/kubernetes/go.mod (what `kubectl version` reports). */
 export const KUBERNETES_VERSION = 'v1.34.12';
 
+/** `PREFIX-1` … `PREFIX-N`, the names `cri-winsim node --nodes N --node-name-prefix PREFIX` gives its nodes. */
+export function numberedNodeNames(prefix: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${prefix}-${i + 1}`);
+}
+
 /** Node names that get a token when start() is given none: `winsim-1` … `winsim-16`. */
-export const DEFAULT_NODE_NAMES: readonly string[] = Array.from({ length: 16 }, (_, i) => `winsim-${i + 1}`);
+export const DEFAULT_NODE_NAMES: readonly string[] = numberedNodeNames('winsim', 16);
 
 export const ADMIN_USER = 'cri-winsim-admin';
 
@@ -65,6 +70,15 @@ export interface ControlPlaneOptions {
   serviceClusterIpRange?: string;
   /** A label for messages (defaults to the temp dir's name). */
   name?: string;
+}
+
+/** An RBAC rule (rbac.authorization.k8s.io/v1 PolicyRule). */
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+  verbs: string[];
 }
 
 export interface KubectlOptions {
@@ -121,6 +135,11 @@ export interface ControlPlane {
    * `kube-root-ca.crt` ConfigMap, as kube-controller-manager's controllers would. Idempotent.
    */
   ensureNamespace(ns: string, serviceAccounts?: readonly string[]): Promise<void>;
+  /**
+   * RBAC beyond what the Node authorizer grants a node: ClusterRole `name` with these rules,
+   * bound (ClusterRoleBinding `name`) to the group `system:nodes`. Idempotent.
+   */
+  grantToNodes(name: string, rules: readonly PolicyRule[]): Promise<void>;
   /** Recent output of one component (last lines kept). */
   logs(component: 'etcd' | 'kube-apiserver' | 'kube-scheduler'): string;
   /** Process ids of the running components (for leak checks). */
@@ -338,7 +357,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     for (const p of Object.values(procs)) if (p) signalGroup(p, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
+  // SIGINT/SIGTERM (Ctrl-C, a CI time-out) end node without running 'exit' handlers: do the
+  // same tidy-up, then let the signal do what it would have done.
+  const onSignal = (signal: NodeJS.Signals) => {
+    onExit();
+    unhook();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  const onSigint = () => onSignal('SIGINT');
+  const onSigterm = () => onSignal('SIGTERM');
+  const unhook = () => {
+    process.removeListener('exit', onExit);
+    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGTERM', onSigterm);
+  };
   process.once('exit', onExit);
+  process.once('SIGINT', onSigint);
+  process.once('SIGTERM', onSigterm);
 
   let stopping: Promise<void> | undefined;
   const stopAll = () => {
@@ -348,7 +383,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         await terminate(procs['kube-apiserver'], API_SERVER_GRACE_MS);
         await terminate(procs.etcd, 5_000);
       } finally {
-        process.removeListener('exit', onExit);
+        unhook();
         live.delete(entry);
         await rm(dir, { recursive: true, force: true });
       }
@@ -388,29 +423,29 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const kubeletClient = await kubeletClientCertificate(certDir);
 
     // etcd: single member, loopback; the peer listener takes any free port (nothing joins it).
-    const etcdPort = await freePort();
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    procs.etcd = launch(paths.etcd, [
-      '--name', 'default',
-      '--data-dir', join(dir, 'etcd'),
-      '--listen-client-urls', etcdUrl,
-      '--advertise-client-urls', etcdUrl,
-      '--listen-peer-urls', 'http://127.0.0.1:0',
-      '--initial-advertise-peer-urls', 'http://127.0.0.1:0',
-      '--initial-cluster', 'default=http://127.0.0.1:0',
-      '--log-level', 'warn',
-      // Throw-away data: no fsync keeps it fast on a busy disk.
-      '--unsafe-no-fsync',
-    ], dir);
-    await waitFor(`etcd at ${etcdUrl}`, readyTimeoutMs, procs.etcd, async () => {
-      const res = await httpGet(`${etcdUrl}/health`);
-      return res !== undefined && res.status === 200 && /"health":\s*"true"/.test(res.body);
+    const etcdUrl = await onFreePort(() => procs.etcd, async (etcdPort) => {
+      const url = `http://127.0.0.1:${etcdPort}`;
+      procs.etcd = launch(paths.etcd, [
+        '--name', 'default',
+        '--data-dir', join(dir, 'etcd'),
+        '--listen-client-urls', url,
+        '--advertise-client-urls', url,
+        '--listen-peer-urls', 'http://127.0.0.1:0',
+        '--initial-advertise-peer-urls', 'http://127.0.0.1:0',
+        '--initial-cluster', 'default=http://127.0.0.1:0',
+        '--log-level', 'warn',
+        // Throw-away data: no fsync keeps it fast on a busy disk.
+        '--unsafe-no-fsync',
+      ], dir);
+      await waitFor(`etcd at ${url}`, readyTimeoutMs, procs.etcd, async () => {
+        const res = await httpGet(`${url}/health`);
+        return res !== undefined && res.status === 200 && /"health":\s*"true"/.test(res.body);
+      });
+      return url;
     });
 
     // kube-apiserver.
-    const port = await freePort();
-    const server = `https://127.0.0.1:${port}`;
-    const apiServerArgs = [
+    const apiServerArgs = (port: number) => [
       '--etcd-servers', etcdUrl,
       '--bind-address', '127.0.0.1',
       '--advertise-address', '127.0.0.1',
@@ -438,15 +473,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--endpoint-reconciler-type', 'none',
       ...(opts.apiServerArgs ?? []),
     ];
-    const startApi = async () => {
-      procs['kube-apiserver'] = launch(paths['kube-apiserver'], apiServerArgs, dir);
+    const startApi = async (port: number) => {
+      const url = `https://127.0.0.1:${port}`;
+      procs['kube-apiserver'] = launch(paths['kube-apiserver'], apiServerArgs(port), dir);
       const proc = procs['kube-apiserver'];
-      await waitFor(`kube-apiserver at ${server}`, readyTimeoutMs, proc, async () => {
-        const res = await httpsGet(`${server}/readyz`, adminToken, undefined);
+      await waitFor(`kube-apiserver at ${url}`, readyTimeoutMs, proc, async () => {
+        const res = await httpsGet(`${url}/readyz`, adminToken, undefined);
         return res?.status === 200;
       });
+      return port;
     };
-    await startApi();
+    // A restart keeps the port: clients (nodes) reconnect to the address they know.
+    const apiPort = await onFreePort(() => procs['kube-apiserver'], startApi);
+    const server = `https://127.0.0.1:${apiPort}`;
     const caData = await servingCa(join(certDir, 'apiserver.crt'));
 
     const adminKubeconfig = join(dir, 'admin.kubeconfig');
@@ -455,7 +494,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await writeFile(schedulerKubeconfig, kubeconfigText(server, caData, 'system:kube-scheduler', schedulerToken), { mode: 0o600 });
 
     const kubectl = async (args: readonly string[], kopts: KubectlOptions = {}): Promise<KubectlResult> => {
-      const fullArgs = ['--kubeconfig', kopts.kubeconfig ?? adminKubeconfig, ...args];
+      // --cache-dir: kubectl's discovery and HTTP caches stay in the temp dir instead of ~/.kube.
+      const fullArgs = ['--kubeconfig', kopts.kubeconfig ?? adminKubeconfig, '--cache-dir', join(dir, 'kubectl-cache'), ...args];
       const command = ['kubectl', ...args].join(' ');
       return new Promise((resolve, reject) => {
         const child = spawn(paths.kubectl, fullArgs, { cwd: dir, env: process.env, stdio: [kopts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
@@ -499,20 +539,21 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await ensureNamespace('default');
 
     if (opts.scheduler ?? true) {
-      const schedulerPort = await freePort();
-      procs['kube-scheduler'] = launch(paths['kube-scheduler'], [
-        '--kubeconfig', schedulerKubeconfig,
-        '--authentication-kubeconfig', schedulerKubeconfig,
-        '--authorization-kubeconfig', schedulerKubeconfig,
-        '--bind-address', '127.0.0.1',
-        '--secure-port', String(schedulerPort),
-        // One scheduler: no leader election, so an API server restart longer than the renew
-        // deadline does not make it exit.
-        '--leader-elect=false',
-      ], dir);
-      await waitFor(`kube-scheduler on 127.0.0.1:${schedulerPort}`, readyTimeoutMs, procs['kube-scheduler'], async () => {
-        const res = await httpsGet(`https://127.0.0.1:${schedulerPort}/readyz`, schedulerToken, undefined);
-        return res?.status === 200;
+      await onFreePort(() => procs['kube-scheduler'], async (schedulerPort) => {
+        procs['kube-scheduler'] = launch(paths['kube-scheduler'], [
+          '--kubeconfig', schedulerKubeconfig,
+          '--authentication-kubeconfig', schedulerKubeconfig,
+          '--authorization-kubeconfig', schedulerKubeconfig,
+          '--bind-address', '127.0.0.1',
+          '--secure-port', String(schedulerPort),
+          // One scheduler: no leader election, so an API server restart longer than the renew
+          // deadline does not make it exit.
+          '--leader-elect=false',
+        ], dir);
+        await waitFor(`kube-scheduler on 127.0.0.1:${schedulerPort}`, readyTimeoutMs, procs['kube-scheduler'], async () => {
+          const res = await httpsGet(`https://127.0.0.1:${schedulerPort}/readyz`, schedulerToken, undefined);
+          return res?.status === 200;
+        });
       });
     }
 
@@ -549,6 +590,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       kubectlOk,
       apply,
       ensureNamespace,
+      async grantToNodes(roleName, rules) {
+        const rbac = 'rbac.authorization.k8s.io/v1';
+        await apply({
+          apiVersion: 'v1',
+          kind: 'List',
+          items: [
+            { apiVersion: rbac, kind: 'ClusterRole', metadata: { name: roleName }, rules },
+            {
+              apiVersion: rbac,
+              kind: 'ClusterRoleBinding',
+              metadata: { name: roleName },
+              roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName },
+              subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
+            },
+          ],
+        });
+      },
       logs: (c) => (procs[c]?.lines ?? []).join('\n'),
       pids: () => Object.fromEntries(Object.entries(procs)
         .filter(([, p]) => p?.exited === undefined && p.child.pid !== undefined)
@@ -559,11 +617,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       },
       async startApiServer() {
         if (procs['kube-apiserver']?.exited === undefined) throw new Error('kube-apiserver is already running');
-        await startApi();
+        await startApi(apiPort);
       },
       async restartApiServer(o = {}) {
         await terminate(procs['kube-apiserver'], o.graceMs ?? API_SERVER_GRACE_MS);
-        await startApi();
+        await startApi(apiPort);
       },
       stop: stopAll,
     };
@@ -571,6 +629,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   } catch (err) {
     await stopAll();
     throw err;
+  }
+}
+
+/**
+ * start(port) on a port that was free a moment ago; when the program exits because another
+ * process took that port meanwhile, again on another (three tries).
+ */
+async function onFreePort<T>(proc: () => Proc | undefined, start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    try {
+      return await start(port);
+    } catch (err) {
+      const p = proc();
+      const taken = p?.exited !== undefined && /address already in use/.test(p.lines.join('\n'));
+      if (!taken || attempt >= 3) throw err;
+    }
   }
 }
 
