@@ -41,6 +41,7 @@ import { defaultPodWorkers, maxPodWorkers, runPods } from '../kubelet/run-pods.j
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { DEFAULT_ENDPOINT } from './runtime.js';
 import { nodeModeOptions, runNodeKubelet, type NodeModeOptions } from './node.js';
+import { kubeletStreamingCommands } from './kubelet-streaming.js';
 
 type OutputFormat = 'wide' | 'yaml' | 'json';
 
@@ -449,6 +450,7 @@ export function kubeletCommand(): Command {
         exitWith(await kubeletDelete(names[0] === 'pod' || names[0] === 'pods' ? names.slice(1) : names, merged<SelectOptions & { all?: boolean; gracePeriod: string }>(command))),
       ),
   );
+  for (const sub of kubeletStreamingCommands<NodeOptions>({ connect, callTimeoutMs, options: (c) => merged(c) })) kubelet.addCommand(sub);
   for (const sub of kubelet.commands) sub.configureHelp({ showGlobalOptions: true });
   return kubelet;
 }

@@ -4,7 +4,7 @@ import type { PortForwardResponse } from '../generated/runtime/v1/PortForwardRes
 import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { SandboxState } from './store/sandbox-store.js';
-import type { SpdyStream } from './streaming/spdy-connection.js';
+import type { PortStream } from './streaming/websocket-port-forward.js';
 
 /** PortForward: hands out a streaming URL whose streams connect to the sandbox's listeners on its pod IP. */
 export function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output): PortForwardResponse {
@@ -15,7 +15,7 @@ export function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output
     throw new RuntimeError('FailedPrecondition', `sandbox container ${JSON.stringify(sandbox.id)} is not running`);
   }
   const id = sandbox.id;
-  return { url: ctx.streaming.register({ kind: 'portforward', forward: (port, data, error) => forwardPort(ctx, id, port, data, error) }) };
+  return { url: ctx.streaming.register({ kind: 'portforward', ports: [...req.port], forward: (port, data, error) => forwardPort(ctx, id, port, data, error) }) };
 }
 
 /**
@@ -23,7 +23,7 @@ export function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output
  * stream in the kubelet's words (pkg/cri/streaming/portforward/httpstream.go): "error forwarding
  * port %d to pod %s, uid %v: %v" (the uid is empty on the CRI streaming server).
  */
-export function forwardPort(ctx: RuntimeContext, sandboxId: string, port: number, data: SpdyStream, error: SpdyStream): void {
+export function forwardPort(ctx: RuntimeContext, sandboxId: string, port: number, data: PortStream, error: PortStream): void {
   const fail = (reason: string): void => {
     error.end(`error forwarding port ${port} to pod ${sandboxId}, uid : ${reason}`);
     data.end();

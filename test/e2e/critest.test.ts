@@ -98,7 +98,8 @@ describe('critest (CRI validation) against cri-winsim runtime', function () {
 
   before(async function () {
     bin = requireCriTool(this, 'critest');
-    rt = await startRuntime({ name: 'critest-e2e' });
+    // The networking specs bind port 80 on pod IPs: a range no other runtime on this machine uses.
+    rt = await startRuntime({ name: 'critest-e2e', args: ['--pod-cidr', `127.${200 + Math.floor(Math.random() * 50)}.0.0/16`] });
   });
 
   after(async () => {

@@ -103,12 +103,13 @@ describe('CallLoad: file operations of a lone call run inline', () => {
       const { runtime } = fixture;
       await pull(runtime, BUSYBOX);
       const sandbox = await runSandbox(runtime, { log_directory: join(dir, 'pod') });
-      const started = await createContainer(runtime, sandbox, { command: ['ServiceMonitor.exe', 'w3svc'], log_path: 'app/0.log' });
+      // A service that is not w3svc: its start lines are printed at once (w3svc's wait for port 80).
+      const started = await createContainer(runtime, sandbox, { command: ['ServiceMonitor.exe', 'w3logsvc'], log_path: 'app/0.log' });
       const failing = await createContainer(runtime, sandbox, { command: ['no-such-command'], log_path: 'broken/0.log' });
       const before = openFiles();
       await runtime.startContainer({ container_id: started });
       // Read before the event loop turns: the banner was written inside the call.
-      expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F  Service 'w3svc' has been stopped\n\S+ stdout F \n\S+ stdout F  Service 'w3svc' started\n$/);
+      expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F  Service 'w3logsvc' has been stopped\n\S+ stdout F \n\S+ stdout F  Service 'w3logsvc' started\n$/);
       // Closing the descriptor is tidy-up, after the reply.
       expect(openFiles()).to.equal(before + 1);
       await afterTidyUp();

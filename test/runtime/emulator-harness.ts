@@ -21,7 +21,8 @@ export function testTarget(os: 'linux' | 'windows' = 'linux', mounts: OciMount[]
     hostname: 'web-0',
     ociSpec: composeSpec(os, withHostname('web-0'), withMounts(mounts)),
     user: os === 'windows' ? 'ContainerUser' : 'root',
-    platform: {},
+    // A loopback pod IP of its own, so simulated servers (nginx, httpd, IIS) can bind port 80.
+    platform: { podIp: `127.251.${1 + Math.floor(Math.random() * 254)}.${1 + Math.floor(Math.random() * 254)}` },
     processes: new ProcessTable(),
     files: ContainerFiles.of(new Map([['/etc/hostname', 'web-0\n']])),
   };

@@ -1,4 +1,5 @@
 import { dir, type DirectoryResult } from 'tmp-promise';
+import { testPodCidr } from '../support/pod-cidr.js';
 import type { LinuxContainerSecurityContext__Output } from '../../src/generated/runtime/v1/LinuxContainerSecurityContext.js';
 import type { ContainerConfig__Output } from '../../src/generated/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig__Output } from '../../src/generated/runtime/v1/PodSandboxConfig.js';
@@ -66,7 +67,7 @@ export interface RuntimeFixture {
 /** A runtime on a temporary state directory; close() closes it and removes the directory. */
 export async function openRuntime(options: Partial<NodeRuntimeOptions> = {}): Promise<RuntimeFixture> {
   const stateDir = await dir({ unsafeCleanup: true });
-  const runtime = await NodeRuntime.open({ stateDir: stateDir.path, pullDelayMs: 0, ...options });
+  const runtime = await NodeRuntime.open({ stateDir: stateDir.path, pullDelayMs: 0, podCidr: testPodCidr(), ...options });
   return {
     runtime,
     stateDir,

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { cliPath } from './paths.js';
+import { testPodCidr } from './pod-cidr.js';
 
 /** The line the runtime logs once its socket accepts connections. */
 export const READY_TEXT = 'cri-winsim runtime listening';
@@ -79,7 +80,9 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
   let child: ChildProcess;
   try {
     const [program, ...prefix] = opts.command ?? [process.execPath, ...NODE_FLAGS, cliPath];
-    child = spawn(program, [...prefix, 'runtime', '--listen', endpoint, '--state-dir', stateDir, ...(opts.args ?? [])], {
+    // A pod range of its own (unless the test names one, or runs a stand-in for the command).
+    const podCidr = opts.command !== undefined || (opts.args ?? []).includes('--pod-cidr') ? [] : ['--pod-cidr', testPodCidr()];
+    child = spawn(program, [...prefix, 'runtime', '--listen', endpoint, '--state-dir', stateDir, ...podCidr, ...(opts.args ?? [])], {
       cwd: dir,
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -118,7 +118,10 @@ export class SpdyRemoteCommandSession extends RemoteCommandSession {
     const stdin = streams.get('stdin');
     if (stdin !== undefined) {
       stdin.on('data', (data: Buffer) => this.emit('stdin', data));
-      stdin.on('end', () => this.emit('stdin-end'));
+      // The client closing stdin, not the connection going away (that is 'close').
+      stdin.on('end', () => {
+        if (!connection.closed) this.emit('stdin-end');
+      });
     }
     const resize = streams.get('resize');
     if (resize !== undefined) resize.on('data', this.resizeParser());
@@ -183,10 +186,7 @@ export class WebSocketRemoteCommandSession extends RemoteCommandSession {
         this.emit('stdin-end');
       }
     });
-    socket.on('close', () => {
-      this.emit('stdin-end');
-      this.markClosed();
-    });
+    socket.on('close', () => this.markClosed());
     socket.on('error', () => socket.terminate());
     // The kubelet's first write: an empty message on the first output channel.
     this.send(options.stdout ? WS_STDOUT : options.stderr ? WS_STDERR : WS_ERROR, Buffer.alloc(0));

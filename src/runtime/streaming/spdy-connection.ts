@@ -137,10 +137,11 @@ function controlFrame(type: FrameType, flags: number, payload: Buffer): Buffer {
   return Buffer.concat([head, payload]);
 }
 
-function dataFrame(streamId: number, flags: number, data: Buffer): Buffer {
+/** A DATA frame's 8-byte header for `length` bytes of payload, followed by `data` when given. */
+function dataFrame(streamId: number, flags: number, data: Buffer, length = data.length): Buffer {
   const head = Buffer.alloc(8);
   head.writeUInt32BE(streamId & 0x7fffffff, 0);
-  head.writeUInt32BE(((flags & 0xff) << 24) | data.length, 4);
+  head.writeUInt32BE(((flags & 0xff) << 24) | length, 4);
   return data.length === 0 ? head : Buffer.concat([head, data]);
 }
 
@@ -187,7 +188,10 @@ export class SpdyStream extends EventEmitter {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let ok = true;
     for (let at = 0; at < bytes.length; at += MAX_DATA_CHUNK) {
-      ok = this.connection.sendRaw(dataFrame(this.id, 0, bytes.subarray(at, at + MAX_DATA_CHUNK)));
+      // Header and payload go out as two writes (no copy of the payload into the frame).
+      const chunk = bytes.subarray(at, at + MAX_DATA_CHUNK);
+      this.connection.sendRaw(dataFrame(this.id, 0, Buffer.alloc(0), chunk.length));
+      ok = this.connection.sendRaw(chunk);
     }
     return ok;
   }
@@ -322,6 +326,8 @@ export class SpdyConnection extends EventEmitter {
     payload.writeUInt32BE(GOAWAY_OK, 4);
     this.sendRaw(controlFrame(FrameType.GOAWAY, 0, payload));
     const finish = (): void => {
+      // Destroyed meanwhile (the socket went away): nothing is left to write.
+      if (this.closed) return;
       if (this.outbox.length > 0 || this.sending) {
         setImmediate(finish);
         return;

@@ -14,6 +14,7 @@ import {
 } from './remote-command.js';
 import { RequestCache, type StreamingKind } from './request-cache.js';
 import { SpdyConnection, type SpdyStream } from './spdy-connection.js';
+import { serveWebSocketPortForward, WEBSOCKET_PORT_FORWARD_PROTOCOLS, type PortStream } from './websocket-port-forward.js';
 
 /** Port-forward's protocol, over SPDY and tunnelled through WebSocket by kubectl and crictl. */
 export const PORT_FORWARD_PROTOCOL = 'portforward.k8s.io';
@@ -29,7 +30,7 @@ export const MAX_FORWARDS_PER_CONNECTION = 128;
 /** A request waiting for its client, created by Exec, Attach or PortForward. */
 export type PendingStream =
   | { kind: 'exec' | 'attach'; options: RemoteCommandOptions; start(session: RemoteCommandSession): void }
-  | { kind: 'portforward'; forward(port: number, data: SpdyStream, error: SpdyStream): void };
+  | { kind: 'portforward'; ports: readonly number[]; forward(port: number, data: PortStream, error: PortStream): void };
 
 /**
  * The runtime's streaming server (the role of the kubelet's pkg/cri/streaming that containerd
@@ -210,7 +211,7 @@ export class StreamingServer {
 
   private upgradeWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, pending: PendingStream): void {
     const offered = headerList(req.headers['sec-websocket-protocol']);
-    const serverProtocols: readonly string[] = pending.kind === 'portforward' ? [SPDY_TUNNEL_PROTOCOL] : WEBSOCKET_REMOTE_COMMAND_PROTOCOLS;
+    const serverProtocols: readonly string[] = pending.kind === 'portforward' ? [SPDY_TUNNEL_PROTOCOL, ...WEBSOCKET_PORT_FORWARD_PROTOCOLS] : WEBSOCKET_REMOTE_COMMAND_PROTOCOLS;
     const protocol = offered.find((p) => serverProtocols.includes(p));
     if (protocol === undefined) {
       // The text of apimachinery's wsstream handshake (pkg/util/httpstream/wsstream/conn.go).
@@ -227,6 +228,20 @@ export class StreamingServer {
     this.ws.handleUpgrade(req, socket, head, (client: WebSocket) => {
       if (client.protocol !== expected) {
         client.terminate();
+        return;
+      }
+      if (pending.kind === 'portforward' && protocol !== SPDY_TUNNEL_PROTOCOL) {
+        // The request's ports, else the URL's ?port= (the kubelet's V4 options).
+        const query = new URL(req.url ?? '/', 'http://x').searchParams.getAll('port').flatMap((p) => p.split(','));
+        const ports = pending.ports.length > 0 ? [...pending.ports] : query.map(Number);
+        if (ports.length === 0 || ports.some((p) => !Number.isInteger(p) || p < 1 || p > 65535)) {
+          client.close(1008, 'invalid or missing port');
+          return;
+        }
+        const session = { abort: () => client.terminate() };
+        this.sessions.add(session);
+        client.on('close', () => this.sessions.delete(session));
+        serveWebSocketPortForward(client, ports, (port, data, error) => pending.forward(port, data, error));
         return;
       }
       if (pending.kind === 'portforward') {

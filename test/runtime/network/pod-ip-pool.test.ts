@@ -31,6 +31,18 @@ describe('runtime: pod IPs on loopback', () => {
     expect(parseIpv4Cidr('127.10.3.7/16')?.text).to.equal('127.10.0.0/16');
   });
 
+  it('uses 127.10.0.0/16 when no podCidr is given', async () => {
+    const parent = await dir({ unsafeCleanup: true });
+    const runtime = await NodeRuntime.open({ stateDir: join(parent.path, 'state') });
+    try {
+      const config = JSON.parse((await runtime.status({ verbose: true })).info?.['config'] ?? '{}');
+      expect(config.podCidr).to.equal('127.10.0.0/16');
+    } finally {
+      await runtime.close();
+      await parent.cleanup();
+    }
+  });
+
   it('refuses to open a runtime with a non-loopback podCidr before creating its state dir', async () => {
     const parent = await dir({ unsafeCleanup: true });
     try {
