@@ -1,6 +1,6 @@
 # cri-winsim images for docker-compose.yml (and `docker build .` alone).
 #
-#   cri-tools  builds the pinned crictl and critest with scripts/install-cri-tools.mjs, the same
+#   cri-tools  builds the pinned crictl and critest with scripts/install-tools.mjs, the same
 #              script `npm test` runs, so the image and a developer's machine build them alike
 #   build      npm ci + npm run build (proto types, then tsc into dist/)
 #   prod-deps  npm ci --omit=dev: the production dependencies alone
@@ -36,10 +36,10 @@ COPY tools/cri-tools/ tools/cri-tools/
 # Download the modules in their own layer: go.sum pins every one, so this layer is reused until
 # the cri-tools version changes.
 RUN cd tools/cri-tools && go mod download
-COPY scripts/install-cri-tools.mjs scripts/
+COPY scripts/install-tools.mjs scripts/
 # Same flags as on a developer machine: CGO_ENABLED=0, -mod=readonly, -trimpath and the version
 # stamped with -ldflags; the script checks that both binaries report the pinned version.
-RUN node scripts/install-cri-tools.mjs && ls -l .tools/bin/crictl .tools/bin/critest
+RUN node scripts/install-tools.mjs cri-tools && ls -l .tools/bin/crictl .tools/bin/critest
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

@@ -3,7 +3,7 @@
 //
 //   node bench/critest-benchmark.mjs [--out DIR] [--samples N] [--parallel P] [--timeout-seconds S]
 //
-// Needs the build (`npx tsc -p .`) and critest in .tools/bin (scripts/install-cri-tools.mjs).
+// Needs the build (`npx tsc -p .`) and critest in .tools/bin (scripts/install-tools.mjs).
 // Writes DIR/critest/{*_benchmark_data.json, critest-summary.json, critest.log, params.yaml};
 // DIR defaults to bench/results. Exits with critest's exit code.
 import { spawn } from 'node:child_process';
@@ -42,7 +42,7 @@ const timeoutSeconds = positive('timeout-seconds', values['timeout-seconds']);
 const resultsDir = join(resolve(values.out ?? join(root, 'bench', 'results')), 'critest');
 
 for (const [file, hint] of [
-  [critest, 'run `node scripts/install-cri-tools.mjs` first'],
+  [critest, 'run `node scripts/install-tools.mjs` first'],
   [cli, 'build first: `npx tsc -p .`'],
   [join(compiled, 'runtime-process.js'), 'build first: `npx tsc -p .`'],
 ]) {

@@ -7,6 +7,7 @@ import { completionCommand } from './commands/completion.js';
 import { EXIT_FAILED, EXIT_USAGE, ExitStatusError, UsageError, errorDetails } from './commands/cli-errors.js';
 import { withExamples } from './commands/help-examples.js';
 import { DETAIL_VERBOSITY, verbosity } from './commands/log-flags.js';
+import { nodeCommand } from './commands/node.js';
 
 /** The command tree; `cri-winsim completion` reads it to know every command and flag. */
 function buildProgram(): Command {
@@ -16,6 +17,7 @@ function buildProgram(): Command {
   program.addCommand(runtimeCommand());
   program.addCommand(kubeletCommand());
   program.addCommand(demoCommand());
+  program.addCommand(nodeCommand());
   program.addCommand(completionCommand(buildProgram));
   withExamples(program, [
     ['Run the bundled demo (a runtime, the kubelet, the example pods, a result table)', 'cri-winsim demo'],

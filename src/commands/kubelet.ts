@@ -40,6 +40,7 @@ import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, 
 import { kubeletGet, noResourcesText, outputFlag, podNames, printable, selectViews, selectorFlag, type GetFlags } from './kubelet-get.js';
 import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kubelet-logs.js';
 import { connectRuntime, withRuntime } from './kubelet-runtime.js';
+import { nodeModeOptions, runNodeKubelet, type NodeModeOptions } from './node.js';
 import { kubeletStreamingCommands } from './kubelet-streaming.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -359,10 +360,26 @@ export function kubeletCommand(): Command {
     .description('The fake kubelet: run pod YAML on the simulated Windows node over CRI, or sync a static pod directory')
     .option('--pod-manifest-path <dir>', 'run the static-pod sync loop on this directory until SIGTERM/SIGINT')
     .configureHelp({ showGlobalOptions: true })
-    .action(async (flags: SyncFlags, command: Command) => exitWith(await kubeletSyncLoop(flags, command)));
+    .action(async (flags: SyncFlags, command: Command) => {
+      const options = command.optsWithGlobals<SyncFlags & NodeModeOptions & { rootDir?: string }>();
+      // With a cluster to join (--kubeconfig without --pod-manifest-path, or --in-cluster): node mode.
+      if (options.podManifestPath === undefined && (options.kubeconfig !== undefined || options.inCluster === true)) {
+        const settings = nodeSettings(command, io.err);
+        return runNodeKubelet({
+          ...options,
+          logLevel: options.logLevel ?? 'info',
+          hostnameOverride: settings.hostname,
+          containerRuntimeEndpoint: settings.endpoint,
+          ...(options.rootDir === undefined ? {} : { rootDir: options.rootDir }),
+        });
+      }
+      exitWith(await kubeletSyncLoop(flags, command));
+    });
+  nodeModeOptions(kubelet);
   withExamples(kubelet, [
     ['Sync a directory of static pod manifests (Ctrl-C stops)', 'cri-winsim kubelet --pod-manifest-path ./manifests --cluster examples/cluster --container-runtime-endpoint unix:///tmp/cri.sock'],
     ['Run two pods and wait until they are ready', 'cri-winsim kubelet run examples/pods/gmsa-pod-level.yaml examples/pods/run-as-username-pod.yaml --cluster examples/cluster --wait-ready'],
+    ['Join a cluster as node win-1, with a runtime started separately', 'cri-winsim kubelet --kubeconfig node.kubeconfig --hostname-override win-1 --container-runtime-endpoint unix:///tmp/cri.sock'],
   ]);
 
   const run = new Command('run')

@@ -49,14 +49,17 @@ const maxPods = 10_000;
 
 export interface NodePodsOptions {
   readonly callTimeoutMs?: number;
+  /** Only the pod with this UID (a label_selector on the kubelet's pod UID label). */
+  readonly uid?: string;
 }
 
 /** The kubelet-managed pods on the node; sandboxes without the kubelet's labels are not ours. */
 export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}): Promise<NodePod[]> {
   const call = { timeoutMs: options.callTimeoutMs ?? 10_000 };
-  const sandboxes = (await unaryCall(cri.runtime, 'ListPodSandbox', {}, call)).items.filter((s) => s.labels[KubernetesPodUIDLabel] !== undefined);
+  const selector = options.uid === undefined ? {} : { filter: { label_selector: { [KubernetesPodUIDLabel]: options.uid } } };
+  const sandboxes = (await unaryCall(cri.runtime, 'ListPodSandbox', selector, call)).items.filter((s) => s.labels[KubernetesPodUIDLabel] !== undefined);
   if (sandboxes.length > maxPods) throw new Error(`the runtime lists ${sandboxes.length} pod sandboxes, more than ${maxPods}`);
-  const containers = (await unaryCall(cri.runtime, 'ListContainers', {}, call)).containers;
+  const containers = (await unaryCall(cri.runtime, 'ListContainers', selector, call)).containers;
 
   const byUid = new Map<string, typeof sandboxes>();
   for (const sandbox of sandboxes) {

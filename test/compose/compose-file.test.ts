@@ -121,7 +121,7 @@ describe('Dockerfile', function () {
     const text = readFileSync(composeFilePath.replace(/docker-compose\.yml$/, 'Dockerfile'), 'utf8');
     const names = dockerfileStages(text).map((s) => s.name);
     expect(names).to.include.members(['cri-tools', 'build', 'crictl', 'app']);
-    expect(text).to.match(/^RUN node scripts\/install-cri-tools\.mjs/m);
+    expect(text).to.match(/^RUN node scripts\/install-tools\.mjs cri-tools /m);
     expect(text).to.match(/^RUN npm ci\b/m);
     expect(text).to.match(/^RUN npm run build$/m);
   });

@@ -49,7 +49,7 @@ export function critestArguments(runtimeEndpoint: string, imagesFile: string, ti
 /** Runs critest once; resolves with its exit code (1 when it was killed by a signal). */
 export async function runCritestService(options: CritestServiceOptions): Promise<number> {
   const bin = options.critest ?? criToolPath('critest');
-  if (bin === undefined) throw new Error('critest is not installed in .tools/bin (run `node scripts/install-cri-tools.mjs`; it needs Go)');
+  if (bin === undefined) throw new Error('critest is not installed in .tools/bin (run `node scripts/install-tools.mjs`; it needs Go)');
   if (!options.runtimeEndpoint.startsWith('unix://')) {
     throw new Error(`--runtime-endpoint must be unix:///path/to.sock, not ${JSON.stringify(options.runtimeEndpoint)}`);
   }

@@ -1,4 +1,4 @@
-// The real crictl (cri-tools v1.34.0, built by scripts/install-cri-tools.mjs) drives a running
+// The real crictl (cri-tools v1.34.0, built by scripts/install-tools.mjs) drives a running
 // `cri-winsim runtime` through a whole pod and container lifecycle. Every assertion is on what
 // crictl prints or its exit code, as a user would see it.
 import { expect } from 'chai';

@@ -41,7 +41,7 @@ export function crictlConfigFile(rt: Target, callTimeoutSeconds = 10): string {
 /** The crictl binary; throws when it is missing (suites check with requireCriTool first). */
 function crictlBinary(): string {
   const bin = criToolPath('crictl');
-  if (!bin) throw new Error('crictl is not installed in .tools/bin (run `node scripts/install-cri-tools.mjs`)');
+  if (!bin) throw new Error('crictl is not installed in .tools/bin (run `node scripts/install-tools.mjs`)');
   return bin;
 }
 

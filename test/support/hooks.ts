@@ -1,14 +1,20 @@
 // Mocha root hook plugin (registered with `require` in .mocharc.json): the run fails when a
-// suite started a runtime and did not stop it. The leftover runtimes are stopped here, so
-// even a failing run leaves no process or temp dir behind.
+// suite started a runtime or a control plane and did not stop it. The leftovers are stopped
+// here, so even a failing run leaves no process or temp dir behind.
+import { liveControlPlanes } from './control-plane.js';
 import { liveRuntimes } from './runtime.js';
 
 export const mochaHooks = {
   async afterAll(this: Mocha.Context): Promise<void> {
     const left = liveRuntimes();
-    if (left.length === 0) return;
-    const names = left.map((rt) => `${rt.name} (pid ${rt.pid})`);
-    await Promise.allSettled(left.map((rt) => rt.stop()));
-    throw new Error(`${left.length} cri-winsim runtime(s) were started and never stopped by their suite: ${names.join(', ')}`);
+    const planes = liveControlPlanes();
+    if (left.length === 0 && planes.length === 0) return;
+    const names = [
+      ...left.map((rt) => `cri-winsim runtime ${rt.name} (pid ${rt.pid})`),
+      ...planes.map((cp) => `control plane ${cp.name}`),
+    ];
+    this.timeout(60_000);
+    await Promise.allSettled([...left.map((rt) => rt.stop()), ...planes.map((cp) => cp.stop())]);
+    throw new Error(`${names.length} process(es) were started and never stopped by their suite: ${names.join(', ')}`);
   },
 };

@@ -9,7 +9,7 @@ export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 /** The compiled CLI entry, `cri-winsim`. */
 export const cliPath = join(repoRoot, 'dist', 'src', 'cli.js');
 
-/** Where scripts/install-cri-tools.mjs puts crictl and critest. */
+/** Where scripts/install-tools.mjs puts crictl and critest. */
 export const toolsBinDir = join(repoRoot, '.tools', 'bin');
 
 export type CriTool = 'crictl' | 'critest';
@@ -27,7 +27,7 @@ export function criToolPath(tool: CriTool): string | undefined {
 export function requireCriTool(ctx: Mocha.Context, tool: CriTool): string {
   const p = criToolPath(tool);
   if (p) return p;
-  const why = `${tool} is not installed in .tools/bin (run \`node scripts/install-cri-tools.mjs\`; it needs Go)`;
+  const why = `${tool} is not installed in .tools/bin (run \`node scripts/install-tools.mjs\`; it needs Go)`;
   if (process.env.CI === 'true') throw new Error(`${why}; CI must run the ${tool} suite`);
   process.stderr.write(`    skipping the ${tool} end-to-end suite: ${why}\n`);
   ctx.skip();

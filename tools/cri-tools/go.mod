@@ -1,5 +1,5 @@
 // Pins the cri-tools release whose crictl and critest the end-to-end suites run; built by
-// scripts/install-cri-tools.mjs into .tools/bin. go.sum lists every module of both builds, so
+// scripts/install-tools.mjs into .tools/bin. go.sum lists every module of both builds, so
 // a cold build downloads exactly these versions and needs neither GOSUMDB=off nor -mod=mod
 // (the Go proxy here serves these versions but not @latest lookups, which a complete go.sum
 // avoids).

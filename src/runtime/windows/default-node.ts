@@ -13,6 +13,7 @@ export const DEFAULT_NODE_FILE: NodeFile = {
   node: {
     name: 'WINNODE1',
     hostname: 'winnode1',
+    osBuild: '10.0.17763',
     domain: 'contoso.com',
     localUsers: ['ContainerUser', 'ContainerAdministrator'],
     localGroups: ['Administrators', 'Users'],

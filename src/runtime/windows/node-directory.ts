@@ -51,6 +51,8 @@ export interface NodeFile {
     /** Computer name (NetBIOS, ≤ 15 characters); its AD account is `<name>$`. */
     name: string;
     hostname: string;
+    /** Windows OS build `Major.Minor.Build` (node mode's windows-build label); 10.0.17763 when absent. */
+    osBuild?: string;
     /** DNS name of the joined domain; absent for a workgroup node. */
     domain?: string;
     ccgPlugin?: CcgPluginSpec;
@@ -300,4 +302,28 @@ export function defaultNodeDirectory(): NodeDirectory {
 /** `--node <path>` when given, else the embedded default; refused at start-up when invalid. */
 export async function openNodeDirectory(path?: string): Promise<NodeDirectory> {
   return path === undefined || path === '' ? defaultNodeDirectory() : loadNodeFile(path);
+}
+
+/**
+ * The node file of one of several simulated nodes made from one template (node mode's `--nodes N`):
+ * its own computer account `<computerName>$` and hostname, with every right the template's account
+ * had (group memberships, gMSA password retrieval) given to the new account instead.
+ */
+export function deriveNodeDirectory(template: NodeDirectory, computerName: string, hostname: string): NodeDirectory {
+  const file = structuredClone(template.file);
+  const oldAccount = `${template.name}$`;
+  const newAccount = `${computerName.toUpperCase()}$`;
+  const rename = (principal: string): string => {
+    // A principal may be written `NETBIOS\NAME$` or `NAME$`.
+    const slash = principal.lastIndexOf('\\');
+    return same(principal.slice(slash + 1), oldAccount) ? `${principal.slice(0, slash + 1)}${newAccount}` : principal;
+  };
+  file.node.name = computerName.toUpperCase();
+  file.node.hostname = hostname;
+  for (const domain of file.domains) {
+    for (const group of domain.groups ?? []) group.members = group.members.map(rename);
+    for (const gmsa of domain.gmsas ?? []) gmsa.principalsAllowedToRetrieveManagedPassword = gmsa.principalsAllowedToRetrieveManagedPassword.map(rename);
+  }
+  const source = `${template.source} (as ${file.node.name})`;
+  return new NodeDirectory(validateNodeFile(file, source), source);
 }

@@ -68,6 +68,8 @@ export interface WindowsFaultInjection {
 export interface WindowsRuntimeOptions {
   /** `--node FILE`; the embedded WINNODE1 when absent. */
   nodeFile?: string | undefined;
+  /** An already loaded node (node mode derives one per simulated node); wins over nodeFile. */
+  node?: NodeDirectory | undefined;
   /** `--ad-mode`: strict (default) or realistic. */
   adMode?: string | undefined;
   /** `--credspec-transport`: file (default) or registry. */
@@ -126,7 +128,7 @@ export class WindowsRuntime {
   static async prepare(options: WindowsRuntimeOptions): Promise<PreparedWindowsRuntime> {
     const mode = parseIdentityMode(options.adMode ?? 'strict');
     const transport = parseCredentialSpecTransport(options.credentialSpecTransport ?? 'file');
-    const node = await openNodeDirectory(options.nodeFile);
+    const node = options.node ?? (await openNodeDirectory(options.nodeFile));
     return { node, mode, transport, options };
   }
 

@@ -1,0 +1,447 @@
+/**
+ * `cri-winsim node`: simulated Windows nodes of a real cluster. Each node is a NodeRuntime served
+ * on its own unix socket (`<state-dir>/cri.sock`, so crictl reaches it) and a kubelet (Node,
+ * Lease, pods bound to it) talking to that runtime over CRI.
+ *
+ *   node --kubeconfig FILE --hostname-override NAME [--state-dir DIR] [--node-file FILE]
+ *   node --kubeconfig FILE --nodes N --node-name-prefix PREFIX     PREFIX-1 … PREFIX-N in one process
+ *
+ * Also the kubelet alone against a runtime started separately (`cri-winsim kubelet --kubeconfig
+ * FILE --hostname-override NAME --container-runtime-endpoint E`): runNodeKubelets() below.
+ * Flag names are the real kubelet's wherever it has one.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import type { V1Taint } from '@kubernetes/client-node';
+import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
+import { assertEndpointFree, CriServer } from '../cri/server.js';
+import { createLogger, type Logger } from '../log.js';
+import { grpcErrorString } from '../kubelet/pod-worker.js';
+import { ApiClient, ApiError, ApiUnreachableError } from '../kubelet/node/api-client.js';
+import { KubeletNode } from '../kubelet/node/kubelet-node.js';
+import { quantityBytes, type NodeIdentity } from '../kubelet/node/node-controller.js';
+import { SyncLimiter } from '../kubelet/node/pod-controller.js';
+import { NodeDeletionWatch, PodInformer } from '../kubelet/node/pod-informer.js';
+import type { NodeRuntime } from '../runtime/node-runtime.js';
+import { DEFAULT_STATE_DIR } from './runtime.js';
+import { withExamples } from './help-examples.js';
+
+/** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
+export const NODE_READY_MESSAGE = 'cri-winsim node ready';
+
+export interface NodeModeOptions {
+  kubeconfig?: string;
+  inCluster?: boolean;
+  context?: string;
+  hostnameOverride?: string;
+  nodes?: string;
+  nodeNamePrefix?: string;
+  port: string;
+  nodeIp?: string;
+  maxPods: string;
+  nodeLabels?: string;
+  registerWithTaints?: string;
+  nodeStatusUpdateFrequency: string;
+  runtimeRequestTimeout: string;
+  cpu: string;
+  memory: string;
+  ephemeralStorage: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  anonymousAuth?: boolean;
+  authorizationMode: string;
+  logLevel: string;
+}
+
+interface NodeCommandOptions extends NodeModeOptions {
+  stateDir: string;
+  nodeFile?: string;
+  adMode: 'strict' | 'realistic';
+  credspecTransport: 'file' | 'registry';
+}
+
+/** A Go duration of the forms the kubelet's flags take (`10s`, `1m30s`, `500ms`, `2h`). */
+export function parseDuration(flag: string, value: string): number {
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let match = re.exec(value); match !== null; match = re.exec(value)) {
+    total += Number(match[1]) * units[match[2]!]!;
+    consumed = re.lastIndex;
+  }
+  if (value === '' || consumed !== value.length) throw new Error(`${flag}: invalid duration ${JSON.stringify(value)} (e.g. 10s, 1m30s)`);
+  return total;
+}
+
+/** --node-labels k=v,k2=v2. */
+export function parseNodeLabels(value: string | undefined): Record<string, string> {
+  const labels: Record<string, string> = {};
+  if (value === undefined || value === '') return labels;
+  for (const pair of value.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--node-labels: ${JSON.stringify(pair)} is not key=value`);
+    labels[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+  return labels;
+}
+
+/** --register-with-taints key=value:Effect,key:Effect (ParseTaints). */
+export function parseTaints(value: string | undefined): V1Taint[] {
+  if (value === undefined || value === '') return [];
+  return value.split(',').map((spec) => {
+    const colon = spec.lastIndexOf(':');
+    const effect = colon === -1 ? '' : spec.slice(colon + 1);
+    if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
+      throw new Error(`--register-with-taints: invalid taint spec: ${spec}, unsupported taint effect ${JSON.stringify(effect)}`);
+    }
+    const keyValue = spec.slice(0, colon);
+    const eq = keyValue.indexOf('=');
+    const key = eq === -1 ? keyValue : keyValue.slice(0, eq);
+    if (key === '') throw new Error(`--register-with-taints: invalid taint spec: ${spec}`);
+    return { key, effect, ...(eq === -1 ? {} : { value: keyValue.slice(eq + 1) }) };
+  });
+}
+
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The node names: --hostname-override (lowercased, as the kubelet does) or PREFIX-1 … PREFIX-N. */
+export function nodeNames(options: Pick<NodeModeOptions, 'hostnameOverride' | 'nodes' | 'nodeNamePrefix'>): string[] {
+  let names: string[];
+  if (options.nodes !== undefined) {
+    const count = Number(options.nodes);
+    if (!/^\d+$/.test(options.nodes) || count < 1 || count > 10_000) throw new Error(`--nodes: ${JSON.stringify(options.nodes)} is not a whole number from 1 to 10000`);
+    if (options.nodeNamePrefix === undefined) throw new Error('--nodes needs --node-name-prefix');
+    if (options.hostnameOverride !== undefined) throw new Error('--hostname-override and --nodes are mutually exclusive');
+    names = Array.from({ length: count }, (_, i) => `${options.nodeNamePrefix!.toLowerCase()}-${i + 1}`);
+  } else {
+    if (options.hostnameOverride === undefined) throw new Error('give --hostname-override NAME (or --nodes N --node-name-prefix PREFIX)');
+    names = [options.hostnameOverride.trim().toLowerCase()];
+  }
+  for (const name of names) {
+    if (name.length > 253 || !dns1123Subdomain.test(name)) throw new Error(`node name ${JSON.stringify(name)}: must be a lowercase RFC 1123 subdomain`);
+  }
+  return names;
+}
+
+/** The loopback address of node i (0-based) of n: 127.0.0.1 alone, else 127.0.1.1, 127.0.1.2, … */
+export function nodeAddress(index: number, count: number, given?: string): string {
+  if (given !== undefined) {
+    if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(given) || given.split('.').some((o) => Number(o) > 255)) throw new Error(`--node-ip ${given}: node addresses are loopback only (127.0.0.0/8)`);
+    if (count > 1) throw new Error('--node-ip applies to one node; with --nodes each node gets 127.0.1.x');
+    return given;
+  }
+  if (count === 1) return '127.0.0.1';
+  return `127.0.${1 + Math.floor(index / 254)}.${1 + (index % 254)}`;
+}
+
+/** The loopback pod CIDR of node i of n. */
+export function podCidr(index: number, count: number): string {
+  if (count === 1) return '127.10.0.0/16';
+  return `127.${11 + Math.floor(index / 256)}.${index % 256}.0/24`;
+}
+
+/** The NetBIOS computer name of a node (≤ 15 characters): the node name, its tail kept when too long. */
+export function computerName(nodeName: string, index: number): string {
+  const cleaned = nodeName.toUpperCase().replace(/[^A-Z0-9-]/g, '-');
+  if (cleaned.length <= 15) return cleaned;
+  const suffix = `-${index + 1}`;
+  return `${cleaned.slice(0, 15 - suffix.length)}${suffix}`;
+}
+
+/** Loads the kubeconfig and checks that the API server answers, naming the file and server otherwise. */
+export async function connectApi(options: Pick<NodeModeOptions, 'kubeconfig' | 'inCluster' | 'context'>): Promise<ApiClient> {
+  if (options.inCluster === true && options.kubeconfig !== undefined) throw new Error('--in-cluster and --kubeconfig are mutually exclusive');
+  if (options.inCluster !== true && options.kubeconfig === undefined) throw new Error('give --kubeconfig FILE (or --in-cluster in a pod)');
+  const api = await ApiClient.load({ ...(options.kubeconfig === undefined ? {} : { kubeconfig: resolve(options.kubeconfig) }), ...(options.context === undefined ? {} : { context: options.context }) });
+  try {
+    await api.get('/version');
+  } catch (err) {
+    api.close();
+    if (err instanceof ApiUnreachableError) throw err;
+    if (err instanceof ApiError && err.status === 401) throw new Error(`${api.description}: the API server refused the credentials (401 Unauthorized)`);
+    throw new Error(`${api.description}: ${(err as Error).message}`);
+  }
+  return api;
+}
+
+export interface NodePlan {
+  readonly identity: NodeIdentity;
+  readonly cri: CriClient;
+  readonly podLogsRoot: string;
+}
+
+interface RunningNodes {
+  stop(): Promise<void>;
+}
+
+/** Starts the kubelets of the planned nodes over one API client and one pod informer. */
+async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options: NodeModeOptions, logger: Logger): Promise<RunningNodes> {
+  const { startKubeletServer } = await import('../kubelet/server/index.js');
+  if (options.authorizationMode !== 'Webhook' && options.authorizationMode !== 'AlwaysAllow') {
+    throw new Error(`--authorization-mode: ${JSON.stringify(options.authorizationMode)} is not Webhook or AlwaysAllow`);
+  }
+  const informer = new PodInformer(api, logger.child({ component: 'pod-informer' }));
+  const nodeWatch = new NodeDeletionWatch(api, logger.child({ component: 'node-watch' }));
+  // Pod syncs under way at once, across every node of the process.
+  const limiter = new SyncLimiter(32);
+  const statusUpdateMs = parseDuration('--node-status-update-frequency', options.nodeStatusUpdateFrequency);
+  const callTimeoutMs = parseDuration('--runtime-request-timeout', options.runtimeRequestTimeout);
+  const kubelets: KubeletNode[] = [];
+  const servers: { close(): Promise<void> }[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const k of kubelets) k.stop();
+    await informer.stop();
+    await nodeWatch.stop();
+    await Promise.all(servers.map((s) => s.close().catch((err: unknown) => logger.error({ err }, 'closing a kubelet server failed'))));
+  };
+  try {
+    for (const plan of plans) {
+      // The kubelet's HTTPS server on the node's loopback address; the Node advertises its port.
+      let kubelet: KubeletNode | undefined;
+      const server = await startKubeletServer({
+        address: plan.identity.nodeIp,
+        port: plan.identity.kubeletPort,
+        ...(options.tlsCertFile === undefined ? {} : { tlsCertFile: resolve(options.tlsCertFile) }),
+        ...(options.tlsPrivateKeyFile === undefined ? {} : { tlsPrivateKeyFile: resolve(options.tlsPrivateKeyFile) }),
+        ...(options.clientCaFile === undefined ? {} : { clientCaFile: resolve(options.clientCaFile) }),
+        anonymousAuth: options.anonymousAuth === true,
+        authorizationMode: options.authorizationMode,
+        kubeConfig: api.kubeConfig,
+        nodeName: plan.identity.name,
+        cri: plan.cri,
+        pods: () => kubelet?.podController.runningPods() ?? [],
+        callTimeoutMs,
+        memoryCapacityBytes: quantityBytes(plan.identity.memory),
+        logger,
+      }).catch((err: unknown) => {
+        throw new Error(`node ${plan.identity.name}: kubelet server on ${plan.identity.nodeIp}:${plan.identity.kubeletPort}: ${(err as Error).message}`);
+      });
+      servers.push(server);
+      kubelet = new KubeletNode({
+        api,
+        cri: plan.cri,
+        identity: { ...plan.identity, kubeletPort: server.port },
+        informer,
+        nodeWatch,
+        limiter,
+        podLogsRoot: plan.podLogsRoot,
+        callTimeoutMs,
+        nodeCpuCount: Number(plan.identity.cpu),
+        logger,
+        nodeController: { statusUpdateMs },
+      });
+      kubelets.push(kubelet);
+    }
+    // Registration in batches, so a thousand nodes do not open a thousand requests at once.
+    for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
+    await informer.start();
+    nodeWatch.start();
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return { stop: stopAll };
+}
+
+function identityFor(name: string, index: number, count: number, osBuild: string, options: NodeModeOptions): NodeIdentity {
+  const port = Number(options.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: ${JSON.stringify(options.port)} is not a port number (0 picks a free one)`);
+  const maxPods = Number(options.maxPods);
+  if (!Number.isInteger(maxPods) || maxPods < 1) throw new Error(`--max-pods: ${JSON.stringify(options.maxPods)} is not a positive whole number`);
+  for (const [flag, value] of [['--memory', options.memory], ['--ephemeral-storage', options.ephemeralStorage]] as const) {
+    try {
+      quantityBytes(value);
+    } catch (err) {
+      throw new Error(`${flag}: ${(err as Error).message}`);
+    }
+  }
+  if (!/^\d+$/.test(options.cpu) || Number(options.cpu) < 1) throw new Error(`--cpu: ${JSON.stringify(options.cpu)} is not a whole number of processors`);
+  return {
+    name,
+    osBuild,
+    nodeIp: nodeAddress(index, count, options.nodeIp),
+    kubeletPort: port,
+    labels: parseNodeLabels(options.nodeLabels),
+    taints: parseTaints(options.registerWithTaints),
+    maxPods,
+    cpu: options.cpu,
+    memory: options.memory,
+    ephemeralStorage: options.ephemeralStorage,
+  };
+}
+
+/** Waits for SIGTERM/SIGINT; a second one exits at once. */
+function untilSignal(logger: Logger): Promise<NodeJS.Signals> {
+  return new Promise((resolveSignal) => {
+    let received = false;
+    const onSignal = (sig: NodeJS.Signals): void => {
+      if (!received) {
+        received = true;
+        resolveSignal(sig);
+        return;
+      }
+      logger.warn({ signal: sig }, 'second signal during shutdown; exiting now');
+      process.exit(1);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+/** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
+export async function runNodes(options: NodeCommandOptions): Promise<void> {
+  const names = nodeNames(options);
+  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
+  const api = await connectApi(options);
+  const { NodeRuntime } = await import('../runtime/node-runtime.js');
+  const { openNodeDirectory, deriveNodeDirectory } = await import('../runtime/windows/node-directory.js');
+  const template = await openNodeDirectory(options.nodeFile === undefined ? undefined : resolve(options.nodeFile));
+  const osBuild = template.file.node.osBuild ?? '10.0.17763';
+  const identities = names.map((name, i) => identityFor(name, i, names.length, osBuild, options));
+  const stateRoot = resolve(options.stateDir);
+  const opened: { runtime: NodeRuntime; server: CriServer; cri: CriClient }[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const o of opened.reverse()) {
+      o.cri.close();
+      await o.server.close().catch((err: unknown) => logger.error({ err }, 'closing a CRI server failed'));
+      await o.runtime.close().catch((err: unknown) => logger.error({ err }, 'closing a runtime failed'));
+    }
+  };
+  const plans: NodePlan[] = [];
+  try {
+    for (const [i, identity] of identities.entries()) {
+      const stateDir = names.length === 1 ? stateRoot : join(stateRoot, identity.name);
+      const endpoint = `unix://${join(stateDir, 'cri.sock')}`;
+      await mkdir(stateDir, { recursive: true, mode: 0o700 });
+      await assertEndpointFree(endpoint);
+      // Each node its own computer account; one node keeps the node file's as it is.
+      const directory = names.length === 1 ? template : deriveNodeDirectory(template, computerName(identity.name, i), identity.name);
+      const runtimeLogger = logger.child({ node: identity.name, component: 'runtime' });
+      const runtime = await NodeRuntime.open({
+        stateDir: join(stateDir, 'runtime'),
+        logger: runtimeLogger,
+        // Pod IPs are loopback: 127.10.0.0/16 for one node, a /24 of 127.11.0.0/16 upwards per node of several.
+        podCidr: podCidr(i, names.length),
+        windows: { node: directory, adMode: options.adMode, credentialSpecTransport: options.credspecTransport },
+      });
+      const server = new CriServer({ runtime, logger: runtimeLogger.child({ subsystem: 'cri' }) });
+      try {
+        await server.listen(endpoint);
+      } catch (err) {
+        await runtime.close();
+        throw err;
+      }
+      const cri = createCriClient(endpoint);
+      opened.push({ runtime, server, cri });
+      plans.push({ identity, cri, podLogsRoot: join(stateDir, 'pod-logs') });
+      logger.debug({ node: identity.name, endpoint, computer: directory.name }, 'runtime listening');
+    }
+  } catch (err) {
+    await closeAll();
+    api.close();
+    throw err;
+  }
+  const signal = untilSignal(logger);
+  let kubelets: RunningNodes;
+  try {
+    kubelets = await startKubelets(api, plans, options, logger);
+  } catch (err) {
+    await closeAll();
+    api.close();
+    throw err;
+  }
+  logger.info({ nodes: names.length === 1 ? names[0] : `${names[0]} … ${names[names.length - 1]} (${names.length})`, stateDir: stateRoot, server: api.server.origin }, NODE_READY_MESSAGE);
+  const received = await signal;
+  logger.info({ signal: received }, 'shutting down');
+  await kubelets.stop();
+  await closeAll();
+  api.close();
+  logger.info('cri-winsim node stopped');
+  await new Promise<void>((done) => logger.flush(() => done()));
+  process.exit(0);
+}
+
+/**
+ * `cri-winsim kubelet --kubeconfig FILE --hostname-override NAME --container-runtime-endpoint E`:
+ * the kubelet of one node against a runtime that runs on its own.
+ */
+export async function runNodeKubelet(options: NodeModeOptions & { containerRuntimeEndpoint: string; rootDir?: string }): Promise<void> {
+  const names = nodeNames({ ...options, nodes: undefined });
+  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-kubelet' });
+  const api = await connectApi(options);
+  const cri = createCriClient(options.containerRuntimeEndpoint);
+  try {
+    await unaryCall(cri.runtime, 'Version', { version: '' }, { timeoutMs: parseDuration('--runtime-request-timeout', options.runtimeRequestTimeout) });
+  } catch (err) {
+    cri.close();
+    api.close();
+    throw new Error(`the container runtime at ${options.containerRuntimeEndpoint} is not reachable: ${grpcErrorString(err)}`);
+  }
+  // CRI does not carry the OS build (a Windows kubelet reads it from the registry): the runtime's
+  // node file is not at hand here, so the build of the embedded default node is reported.
+  const identity = identityFor(names[0]!, 0, 1, '10.0.17763', options);
+  const rootDir = resolve(options.rootDir ?? join(DEFAULT_STATE_DIR, 'kubelet'));
+  const signal = untilSignal(logger);
+  const kubelets = await startKubelets(api, [{ identity, cri, podLogsRoot: join(rootDir, 'pod-logs') }], options, logger);
+  logger.info({ nodes: identity.name, endpoint: options.containerRuntimeEndpoint, server: api.server.origin }, NODE_READY_MESSAGE);
+  const received = await signal;
+  logger.info({ signal: received }, 'shutting down');
+  await kubelets.stop();
+  cri.close();
+  api.close();
+  await new Promise<void>((done) => logger.flush(() => done()));
+  process.exit(0);
+}
+
+/** The node-mode flags (the real kubelet's names), shared by `node` and `kubelet --kubeconfig`. */
+export function nodeModeOptions(command: Command): Command {
+  // Flags the command already has (the kubelet command's own) are kept as they are.
+  const add = (flags: string, description: string, defaultValue?: string): void => {
+    const long = /--[a-z-]+/.exec(flags)![0];
+    if (command.options.some((o) => o.long === long)) return;
+    if (defaultValue === undefined) command.option(flags, description);
+    else command.option(flags, description, defaultValue);
+  };
+  add('--kubeconfig <file>', 'kubeconfig of the cluster the node joins (its user: system:node:NAME in system:nodes, or one allowed to manage nodes)');
+  add('--context <name>', 'the kubeconfig context to use');
+  add('--hostname-override <name>', 'the Node name (lowercased)');
+  add('--in-cluster', "use the pod's service account instead of --kubeconfig");
+  add('--port <port>', "the kubelet server's port (0: a free one), advertised in the Node's daemonEndpoints", '10250');
+  add('--tls-cert-file <file>', "the kubelet server's certificate (default: a self-signed one)");
+  add('--tls-private-key-file <file>', 'the key of --tls-cert-file');
+  add('--client-ca-file <file>', 'client certificates signed by this CA authenticate to the kubelet server (the API server uses one)');
+  add('--anonymous-auth', 'let unauthenticated requests through to authorization as system:anonymous');
+  add('--authorization-mode <mode>', 'Webhook (SubjectAccessReview) or AlwaysAllow', 'Webhook');
+  add('--node-ip <ip>', 'InternalIP of the node (loopback only; default 127.0.0.1, or 127.0.1.x per node with --nodes)');
+  add('--max-pods <n>', 'pods this node runs at most', '110');
+  add('--node-labels <labels>', 'extra labels at registration: key=value,…');
+  add('--register-with-taints <taints>', 'taints at registration: key=value:Effect,…');
+  add('--node-status-update-frequency <duration>', 'how often the node status is computed (posted when changed, or every 5m)', '10s');
+  add('--runtime-request-timeout <duration>', 'deadline of each CRI call', '2m');
+  add('--cpu <n>', 'cpu capacity reported (cri-winsim flag)', '4');
+  add('--memory <quantity>', 'memory capacity reported (cri-winsim flag)', '16Gi');
+  add('--ephemeral-storage <quantity>', 'ephemeral-storage capacity reported (cri-winsim flag)', '100Gi');
+  return command;
+}
+
+export function nodeCommand(): Command {
+  const command = new Command('node').description('Simulated Windows node(s) of a real cluster: runtime (CRI on <state-dir>/cri.sock) and kubelet in one process');
+  nodeModeOptions(command)
+    .option('--nodes <n>', 'run N nodes in this process, named PREFIX-1 … PREFIX-N (state in <state-dir>/<name>/)')
+    .option('--node-name-prefix <prefix>', 'the prefix of the node names with --nodes')
+    .option('--state-dir <dir>', 'state of the runtime(s) and kubelet(s)', DEFAULT_STATE_DIR)
+    .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
+    .addOption(new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does').choices(['strict', 'realistic']).default('strict'))
+    .addOption(new Option('--credspec-transport <transport>', 'how the credential spec reaches the runtime').choices(['file', 'registry']).default('file'))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
+    .action(async (options: NodeCommandOptions) => {
+      await runNodes(options);
+    });
+  return withExamples(command, [
+    ['Join the cluster of a kubeconfig as the Windows node win-1 (Ctrl-C stops)', 'cri-winsim node --kubeconfig node.kubeconfig --hostname-override win-1 --state-dir /tmp/win-1'],
+    ['Run 10 simulated Windows nodes, win-1 … win-10, in one process', 'cri-winsim node --kubeconfig admin.kubeconfig --nodes 10 --node-name-prefix win --state-dir /tmp/wins'],
+  ]);
+}

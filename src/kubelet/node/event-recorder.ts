@@ -1,0 +1,93 @@
+/**
+ * Events about pods, posted as the kubelet's recorder posts them (client-go tools/record):
+ * source component `kubelet` and host the node, involvedObject the pod (with
+ * `spec.containers{name}` for a container), a repeat of the same event within the cache patches
+ * count and lastTimestamp of the first instead of creating another. Posting is best effort: a
+ * failure is logged, never fails a pod sync.
+ */
+import { randomBytes } from 'node:crypto';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Logger } from '../../log.js';
+import type { ApiClient } from './api-client.js';
+import { errorText } from './node-controller.js';
+import type { PodEvent } from '../pod-worker.js';
+
+interface Posted {
+  readonly name: string;
+  count: number;
+}
+
+const maxCached = 4096;
+const time = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export class EventRecorder {
+  private readonly posted = new Map<string, Posted>();
+
+  constructor(
+    private readonly api: ApiClient,
+    private readonly nodeName: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Posts the events of one pod, in order; resolves when they are sent (or failed). */
+  async record(pod: V1Pod, events: readonly PodEvent[]): Promise<void> {
+    for (const event of events) await this.post(pod, event);
+  }
+
+  private async post(pod: V1Pod, event: PodEvent): Promise<void> {
+    const m = pod.metadata ?? {};
+    const namespace = m.namespace ?? 'default';
+    const fieldPath = event.container === undefined ? undefined : `${containerListOf(pod, event.container)}{${event.container}}`;
+    const key = [m.uid, fieldPath ?? '', event.type, event.reason, event.message].join('\u0000');
+    const now = time(new Date());
+    const seen = this.posted.get(key);
+    try {
+      if (seen !== undefined) {
+        seen.count++;
+        await this.api.request('PATCH', `/api/v1/namespaces/${namespace}/events/${seen.name}`, { count: seen.count, lastTimestamp: now }, 'application/strategic-merge-patch+json');
+        return;
+      }
+      // client-go names events <object>.<unix nanoseconds in hex>.
+      const name = `${m.name}.${(BigInt(Date.now()) * 1_000_000n + BigInt(randomBytes(2).readUInt16BE(0))).toString(16)}`;
+      await this.api.request('POST', `/api/v1/namespaces/${namespace}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          name: m.name,
+          namespace,
+          uid: m.uid,
+          ...(m.resourceVersion === undefined ? {} : { resourceVersion: m.resourceVersion }),
+          ...(fieldPath === undefined ? {} : { fieldPath }),
+        },
+        reason: event.reason,
+        message: event.message,
+        type: event.type,
+        source: { component: 'kubelet', host: this.nodeName },
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+        reportingComponent: 'kubelet',
+        reportingInstance: this.nodeName,
+      });
+      if (this.posted.size >= maxCached) this.posted.delete(this.posted.keys().next().value!);
+      this.posted.set(key, { name, count: 1 });
+    } catch (err) {
+      // A patch of an expired event: post it afresh next time.
+      this.posted.delete(key);
+      this.logger.warn({ pod: `${namespace}/${m.name}`, reason: event.reason, err: errorText(err) }, 'Server rejected event (will not retry!)');
+    }
+  }
+
+  /** Forgets a pod's events (the pod is gone). */
+  forget(uid: string): void {
+    for (const key of this.posted.keys()) if (key.startsWith(`${uid}\u0000`)) this.posted.delete(key);
+  }
+}
+
+function containerListOf(pod: V1Pod, name: string): string {
+  if ((pod.spec?.initContainers ?? []).some((c) => c.name === name)) return 'spec.initContainers';
+  return 'spec.containers';
+}

@@ -1,0 +1,68 @@
+/**
+ * One simulated node's kubelet in node mode: its NodeController (Node, Lease, status) and its
+ * PodController (pods bound to it), over one CRI client. Several of them share a process, an API
+ * client, a pod informer and a sync limiter; each has only its lease and status timers.
+ */
+import type { Logger } from '../../log.js';
+import type { CriClient } from '../../cri/proto.js';
+import { ImagePulls } from '../pod-worker.js';
+import type { ApiClient } from './api-client.js';
+import { EventRecorder } from './event-recorder.js';
+import { NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
+import { PodController, type SyncLimiter } from './pod-controller.js';
+import type { NodeDeletionWatch, PodInformer } from './pod-informer.js';
+
+export interface KubeletNodeOptions {
+  readonly api: ApiClient;
+  readonly cri: CriClient;
+  readonly identity: NodeIdentity;
+  readonly informer: PodInformer;
+  readonly nodeWatch: NodeDeletionWatch;
+  readonly limiter: SyncLimiter;
+  readonly podLogsRoot: string;
+  /** --runtime-request-timeout. */
+  readonly callTimeoutMs: number;
+  readonly nodeCpuCount: number;
+  readonly logger: Logger;
+  readonly nodeController?: NodeControllerOptions;
+  readonly backoffInitialMs?: number;
+}
+
+export class KubeletNode {
+  readonly nodeController: NodeController;
+  readonly podController: PodController;
+
+  constructor(private readonly options: KubeletNodeOptions) {
+    const logger = options.logger.child({ node: options.identity.name });
+    this.nodeController = new NodeController(options.api, options.cri, options.identity, logger, options.nodeController);
+    this.podController = new PodController(options.api, options.cri, new EventRecorder(options.api, options.identity.name, logger), logger, {
+      nodeName: options.identity.name,
+      nodeIp: options.identity.nodeIp,
+      maxPods: options.identity.maxPods,
+      nodeCpuCount: options.nodeCpuCount,
+      podLogsRoot: options.podLogsRoot,
+      callTimeoutMs: options.callTimeoutMs,
+      limiter: options.limiter,
+      imagePulls: new ImagePulls(),
+      ...(options.backoffInitialMs === undefined ? {} : { backoffInitialMs: options.backoffInitialMs }),
+    });
+    // Subscribed before the informer starts; the informer's first list reaches every node.
+    options.informer.subscribe(options.identity.name, this.podController);
+    options.nodeWatch.subscribe(options.identity.name, () => this.nodeController.nodeDeleted());
+  }
+
+  get name(): string {
+    return this.options.identity.name;
+  }
+
+  /** Adopts the runtime's pods, then registers the Node (the informer is started by the caller). */
+  async start(): Promise<void> {
+    await this.podController.start();
+    await this.nodeController.start();
+  }
+
+  stop(): void {
+    this.nodeController.stop();
+    this.podController.stop();
+  }
+}

@@ -1,0 +1,568 @@
+/**
+ * The pod side of a simulated node (virtual-kubelet's PodController): the pods the API server
+ * binds to the node (from the shared PodInformer) are run through the same pod worker as
+ * `kubelet run`, and reported back as the kubelet reports them (pkg/kubelet, v1.34):
+ *
+ * - admission on the node (lifecycle/predicate.go): the OS field and the `kubernetes.io/os`
+ *   node selector must match Windows, and the node's max-pods must not be exceeded; a rejected
+ *   pod is Failed with the reason, "Pod was rejected: <message>", and a Warning event;
+ * - status through the pods/status subresource (strategic-merge PATCH carrying metadata.uid):
+ *   phase, the conditions PodReadyToStartContainers/Initialized/ContainersReady/Ready,
+ *   podIP(s), hostIP(s), container statuses; PATCHed only when it changed;
+ * - restartPolicy with the kubelet's back-off (10 s doubling to 5 min: CrashLoopBackOff);
+ * - graceful deletion: deletionTimestamp → StopContainer with the grace period → final status →
+ *   DELETE with gracePeriodSeconds 0 and a UID precondition (status_manager.go); pods that vanish
+ *   from the API are stopped and removed from the runtime;
+ * - after a restart, the runtime's pods are adopted by the kubelet's UID label, never run twice.
+ *
+ * Pods from the API were admitted by the API server and its webhooks: no emulated GMSA admission
+ * here. The KEP's ConfigMap design is the kubelet's share: the ConfigMap its annotation names is
+ * read through the API, as the node, under the Node authorizer.
+ */
+import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from '../../log.js';
+import { unaryCall, type CriClient } from '../../cri/proto.js';
+import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../admission.js';
+import { buildPodSandboxConfig } from '../cri-config.js';
+import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
+import { computePodStatus, type ContainerStatusView, type PodStatusView } from '../pod-status.js';
+import type { ContainerRecord, PodRecord } from '../pod-records.js';
+import { runPodOnce, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
+import { ApiError, isNotFound, type ApiClient } from './api-client.js';
+import type { EventRecorder } from './event-recorder.js';
+import { errorText } from './node-controller.js';
+import type { PodHandler } from './pod-informer.js';
+
+/** Bounds the pod syncs running at once across every node of a process. */
+export class SyncLimiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export interface PodControllerOptions {
+  readonly nodeName: string;
+  readonly nodeIp: string;
+  readonly maxPods: number;
+  readonly nodeCpuCount: number;
+  readonly podLogsRoot: string;
+  readonly callTimeoutMs: number;
+  readonly limiter: SyncLimiter;
+  readonly imagePulls?: ImagePulls;
+  readonly backoffInitialMs?: number;
+  readonly backoffMaxMs?: number;
+}
+
+interface Backoff {
+  delayMs: number;
+  notBefore: number;
+  reason: 'CrashLoopBackOff' | 'ImagePullBackOff';
+}
+
+interface PodState {
+  pod: V1Pod;
+  readonly uid: string;
+  /** Gone from the API: stop and remove it. */
+  deleted: boolean;
+  rejected: boolean;
+  /** The first sync ran (or the pod was adopted from the runtime). */
+  started: boolean;
+  /** Containers stopped for a deletion and the final status sent. */
+  terminated: boolean;
+  syncing: boolean;
+  dirty: boolean;
+  record: PodRecord;
+  readonly backoffs: Map<string, Backoff>;
+  backoffTimer?: NodeJS.Timeout;
+  lastStatus: string;
+  readonly transitions: Map<string, { status: string; at: string }>;
+}
+
+const containerStoppedEvent = 2;
+const time = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export class PodController implements PodHandler {
+  private readonly pods = new Map<string, PodState>();
+  /** Pods the runtime had at start-up, by UID: adopted when the API lists them, removed when not. */
+  private adoptable = new Set<string>();
+  private events: grpc.ClientReadableStream<unknown> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly api: ApiClient,
+    private readonly cri: CriClient,
+    private readonly recorder: EventRecorder,
+    private readonly logger: Logger,
+    private readonly options: PodControllerOptions,
+  ) {}
+
+  /** Reads what the runtime still runs (to adopt it) and follows container exits. */
+  async start(): Promise<void> {
+    const existing = await listNodePods(this.cri, { callTimeoutMs: this.options.callTimeoutMs });
+    this.adoptable = new Set(existing.map((p) => p.uid));
+    if (existing.length > 0) this.logger.info({ node: this.options.nodeName, pods: existing.length }, 'pods found in the runtime; adopting those the API server still binds here');
+    this.followContainerEvents();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.events?.cancel();
+    for (const state of this.pods.values()) clearTimeout(state.backoffTimer);
+  }
+
+  /** The pods the node runs, for the kubelet server's /pods. */
+  runningPods(): V1Pod[] {
+    return [...this.pods.values()].filter((s) => !s.deleted && !s.rejected).map((s) => s.pod);
+  }
+
+  private followContainerEvents(): void {
+    if (this.stopped) return;
+    try {
+      this.events = this.cri.runtime.GetContainerEvents({}) as unknown as grpc.ClientReadableStream<unknown>;
+    } catch (err) {
+      this.logger.warn({ err: errorText(err) }, 'GetContainerEvents failed; container exits are seen at the next sync only');
+      return;
+    }
+    this.events.on('data', (event: { container_event_type?: number; pod_sandbox_status?: { metadata?: { uid?: string } } }) => {
+      const uid = event.pod_sandbox_status?.metadata?.uid;
+      if (event.container_event_type === containerStoppedEvent && uid !== undefined && this.pods.has(uid)) this.enqueue(uid);
+    });
+    this.events.on('error', (err: grpc.ServiceError) => {
+      if (!this.stopped && err.code !== 1 && err.code !== 12) this.logger.warn({ err: err.message }, 'GetContainerEvents stream failed');
+    });
+  }
+
+  // ---- informer events ----
+
+  onPod(pod: V1Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    const state = this.pods.get(uid);
+    if (state === undefined) {
+      this.pods.set(uid, {
+        pod,
+        uid,
+        deleted: false,
+        rejected: false,
+        started: false,
+        terminated: false,
+        syncing: false,
+        dirty: false,
+        record: { pod, startTime: new Date().toISOString(), sandboxCreated: false, containers: {}, events: [] },
+        backoffs: new Map(),
+        lastStatus: '',
+        transitions: new Map(),
+      });
+    } else {
+      // A status written by us comes back as an update: only a spec or deletion change needs a sync.
+      const changed = state.pod.metadata?.deletionTimestamp !== pod.metadata?.deletionTimestamp || imagesOf(state.pod) !== imagesOf(pod);
+      state.pod = pod;
+      if (!changed) return;
+    }
+    this.enqueue(uid);
+  }
+
+  onPodDeleted(pod: V1Pod): void {
+    const state = this.pods.get(pod.metadata?.uid ?? '');
+    if (state === undefined) return;
+    state.deleted = true;
+    this.enqueue(state.uid);
+  }
+
+  onRelist(pods: readonly V1Pod[]): void {
+    const listed = new Set(pods.map((p) => p.metadata?.uid ?? ''));
+    for (const state of this.pods.values()) {
+      if (!listed.has(state.uid)) {
+        state.deleted = true;
+        this.enqueue(state.uid);
+      }
+    }
+    for (const pod of pods) this.onPod(pod);
+    // What the runtime had that the API server no longer binds here: orphans.
+    for (const uid of this.adoptable) {
+      if (listed.has(uid)) continue;
+      this.adoptable.delete(uid);
+      void this.options.limiter.run(() => this.removeFromRuntime(uid, 'orphaned'));
+    }
+  }
+
+  // ---- the per-pod work queue ----
+
+  private enqueue(uid: string): void {
+    const state = this.pods.get(uid);
+    if (state === undefined || this.stopped) return;
+    if (state.syncing) {
+      state.dirty = true;
+      return;
+    }
+    state.syncing = true;
+    void this.options.limiter
+      .run(() => this.sync(state))
+      .catch((err: unknown) => this.logger.error({ pod: podKey(state.pod), err: errorText(err) }, 'Error syncing pod, skipping'))
+      .finally(() => {
+        state.syncing = false;
+        if (state.dirty) {
+          state.dirty = false;
+          this.enqueue(uid);
+        }
+      });
+  }
+
+  private async sync(state: PodState): Promise<void> {
+    if (state.deleted) {
+      clearTimeout(state.backoffTimer);
+      this.pods.delete(state.uid);
+      this.recorder.forget(state.uid);
+      await this.removeFromRuntime(state.uid, 'deleted from the API server');
+      return;
+    }
+    if (state.rejected) return;
+    const pod = state.pod;
+    if (pod.metadata?.deletionTimestamp !== undefined && pod.metadata.deletionTimestamp !== null) {
+      await this.terminate(state);
+      return;
+    }
+    let nodePod = await this.readNodePod(state.uid);
+    const events: PodEvent[] = [];
+    // A pod that already ran to its end (before a restart of this kubelet) is not run again.
+    const phase = pod.status?.phase;
+    if (!state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed')) {
+      state.rejected = phase === 'Failed' && pod.status?.reason !== undefined;
+      state.started = true;
+      return;
+    }
+    if (state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed') && state.lastStatus === '') return;
+    if (!state.started && nodePod === undefined && !this.adoptable.has(state.uid)) {
+      const rejection = this.admit(pod);
+      if (rejection !== undefined) {
+        state.rejected = true;
+        await this.recorder.record(pod, [{ type: 'Warning', reason: rejection.reason, message: rejection.message }]);
+        await this.patchStatus(state, { phase: 'Failed', reason: rejection.reason, message: `Pod was rejected: ${rejection.message}` });
+        this.logger.info({ pod: podKey(pod), reason: rejection.reason }, 'pod rejected by node admission');
+        return;
+      }
+    }
+    if (this.adoptable.delete(state.uid) && nodePod !== undefined) {
+      this.logger.info({ pod: podKey(pod), sandbox: nodePod.sandboxId }, 'adopted pod from the runtime');
+    }
+    state.started = true;
+    const workerOptions = await this.workerOptions(pod);
+    if (typeof workerOptions === 'string') {
+      // The kubelet's share of the KEP's ConfigMap design failed: no container can be configured.
+      for (const c of pod.spec?.containers ?? []) state.record = { ...state.record, containers: { ...state.record.containers, [c.name]: { attempt: 0, reason: 'CreateContainerConfigError', message: workerOptions } } };
+      events.push({ type: 'Warning', reason: 'Failed', message: `Error: ${workerOptions}` });
+    } else if (nodePod === undefined || !nodePod.sandboxReady) {
+      if (!this.inBackoff(state, '')) {
+        const outcome = await runPodOnce(this.cri, pod, workerOptions);
+        events.push(...outcome.events);
+        if (outcome.sandboxError !== undefined) this.noteFailure(state, '', 'ContainerCreating');
+        state.record = { ...state.record, sandboxCreated: outcome.sandboxError === undefined, containers: {} };
+        for (const c of outcome.containers) {
+          state.record = { ...state.record, containers: { ...state.record.containers, [c.name]: containerRecord(c, 0) } };
+          if (c.state === 'waiting' && c.reason !== 'PodInitializing' && c.reason !== 'ContainerCreating') this.noteFailure(state, c.name, c.reason);
+        }
+      }
+    } else {
+      await this.restartExited(state, nodePod, workerOptions, events);
+    }
+    await this.recorder.record(pod, events);
+    nodePod = await this.readNodePod(state.uid);
+    this.recordBackoffs(state, nodePod, events);
+    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record), nodePod));
+    this.armBackoffTimer(state);
+  }
+
+  /** lifecycle/predicate.go: the OS checks, then the pods resource. */
+  private admit(pod: V1Pod): { reason: string; message: string } | undefined {
+    const selectorOs = pod.spec?.nodeSelector?.['kubernetes.io/os'];
+    if (selectorOs !== undefined && selectorOs !== 'windows') {
+      return { reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" };
+    }
+    const os = pod.spec?.os?.name;
+    if (os !== undefined && os !== 'windows') return { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
+    const used = [...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== pod.metadata?.uid).length;
+    if (used + 1 > this.options.maxPods) {
+      return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${this.options.maxPods}` };
+    }
+    return undefined;
+  }
+
+  /**
+   * The worker's options for this pod: the ConfigMaps its environment names, and the KEP's
+   * ConfigMap credential spec, each read through the API as the node. A string is the error
+   * that keeps the containers from being configured.
+   */
+  private async workerOptions(pod: V1Pod): Promise<PodWorkerOptions | string> {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const names = new Set<string>();
+    for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+      for (const from of c.envFrom ?? []) if (from.configMapRef?.name) names.add(from.configMapRef.name);
+      for (const env of c.env ?? []) if (env.valueFrom?.configMapKeyRef?.name) names.add(env.valueFrom.configMapKeyRef.name);
+    }
+    const configMaps: V1ConfigMap[] = [];
+    for (const name of names) {
+      try {
+        configMaps.push(await this.api.get<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps/${name}`));
+      } catch (err) {
+        if (!isNotFound(err)) throw err; // a missing one is the worker's "configmap not found"
+      }
+    }
+    const annotation = gmsaConfigMapAnnotations.map((a) => pod.metadata?.annotations?.[a]).find((v) => v !== undefined && v !== '');
+    if (annotation !== undefined && pod.spec?.securityContext?.windowsOptions?.gmsaCredentialSpec === undefined) {
+      try {
+        const configMap = await this.api.get<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps/${annotation}`);
+        const spec = configMap.data?.[gmsaConfigMapKey];
+        if (spec === undefined || spec === '') return `GMSA ConfigMap ${JSON.stringify(annotation)} in namespace ${JSON.stringify(namespace)} does not have a ${gmsaConfigMapKey} key`;
+        pod.spec!.securityContext = { ...pod.spec!.securityContext, windowsOptions: { ...pod.spec!.securityContext?.windowsOptions, gmsaCredentialSpec: spec } };
+      } catch (err) {
+        if (err instanceof ApiError) return `cannot read GMSA ConfigMap ${namespace}/${annotation}: ${err.statusMessage}`;
+        throw err;
+      }
+    }
+    return {
+      podLogsRoot: this.options.podLogsRoot,
+      nodeName: this.options.nodeName,
+      nodeCpuCount: this.options.nodeCpuCount,
+      configMaps,
+      callTimeoutMs: this.options.callTimeoutMs,
+      ...(this.options.imagePulls === undefined ? {} : { imagePulls: this.options.imagePulls }),
+    };
+  }
+
+  private async readNodePod(uid: string): Promise<NodePod | undefined> {
+    return (await listNodePods(this.cri, { uid, callTimeoutMs: this.options.callTimeoutMs }))[0];
+  }
+
+  // ---- restarts and back-off ----
+
+  private inBackoff(state: PodState, container: string): boolean {
+    const backoff = state.backoffs.get(container);
+    return backoff !== undefined && Date.now() < backoff.notBefore;
+  }
+
+  private noteFailure(state: PodState, container: string, reason: string | undefined): void {
+    const previous = state.backoffs.get(container);
+    const initial = this.options.backoffInitialMs ?? 10_000;
+    const delayMs = previous === undefined ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
+    const pull = reason === 'ErrImagePull' || reason === 'ErrImageNeverPull' || reason === 'ImagePullBackOff';
+    state.backoffs.set(container, { delayMs, notBefore: Date.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff' });
+  }
+
+  private armBackoffTimer(state: PodState): void {
+    clearTimeout(state.backoffTimer);
+    const now = Date.now();
+    const pending = [...state.backoffs.values()].map((b) => b.notBefore - now).filter((d) => d > 0);
+    if (pending.length === 0 || this.stopped) return;
+    state.backoffTimer = setTimeout(() => this.enqueue(state.uid), Math.min(...pending) + 5);
+  }
+
+  /** computePodActions for a ready sandbox: init containers in order, then exited containers per restartPolicy. */
+  private async restartExited(state: PodState, nodePod: NodePod, options: PodWorkerOptions, events: PodEvent[]): Promise<void> {
+    const pod = state.pod;
+    const latest = latestAttempts(nodePod);
+    for (const container of pod.spec?.initContainers ?? []) {
+      const current = latest.get(container.name);
+      if (current?.state === 'Exited' && current.exitCode === 0) continue;
+      if (current !== undefined && current.state !== 'Exited') return;
+      if (current !== undefined && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return;
+      if (this.inBackoff(state, container.name)) return;
+      await this.restart(state, container, 'init', nodePod, current, options, events);
+      return;
+    }
+    for (const container of pod.spec?.containers ?? []) {
+      const current = latest.get(container.name);
+      const exited = current?.state === 'Exited';
+      if (current !== undefined && !exited) continue;
+      if (exited && !shouldRestart(pod, current.exitCode ?? 0)) continue;
+      if (this.inBackoff(state, container.name)) continue;
+      await this.restart(state, container, 'regular', nodePod, current, options, events);
+    }
+  }
+
+  private async restart(state: PodState, container: V1Container, kind: ContainerKind, nodePod: NodePod, current: NodeContainer | undefined, options: PodWorkerOptions, events: PodEvent[]): Promise<void> {
+    const attempt = current === undefined ? 0 : current.attempt + 1;
+    const outcome = await startContainer(this.cri, state.pod, container, kind, {
+      sandboxId: nodePod.sandboxId,
+      sandboxConfig: buildPodSandboxConfig(state.pod, { podLogsRoot: options.podLogsRoot }),
+      attempt,
+      options,
+      events,
+    });
+    state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: containerRecord(outcome, attempt) } };
+    if (current !== undefined || outcome.state === 'waiting') this.noteFailure(state, container.name, outcome.state === 'waiting' ? outcome.reason : undefined);
+  }
+
+  /** Containers held back by back-off wait with CrashLoopBackOff/ImagePullBackOff and a BackOff event. */
+  private recordBackoffs(state: PodState, nodePod: NodePod | undefined, events: PodEvent[]): void {
+    const pod = state.pod;
+    const latest = nodePod === undefined ? new Map<string, NodeContainer>() : latestAttempts(nodePod);
+    const m = pod.metadata!;
+    for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+      const backoff = state.backoffs.get(container.name);
+      if (backoff === undefined || Date.now() >= backoff.notBefore) continue;
+      const current = latest.get(container.name);
+      if (backoff.reason === 'CrashLoopBackOff' && current?.state === 'Exited' && shouldRestart(pod, current.exitCode ?? 0)) {
+        const message = `back-off ${formatBackoff(backoff.delayMs)} restarting failed container=${container.name} pod=${m.name}_${m.namespace}(${m.uid})`;
+        state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: { attempt: current.attempt, containerId: current.id, reason: 'CrashLoopBackOff', message } } };
+        // pkg/kubelet/kuberuntime doBackOff.
+        const event = { type: 'Warning' as const, reason: 'BackOff', message: `Back-off restarting failed container ${container.name} in pod ${m.name}_${m.namespace}(${m.uid})`, container: container.name };
+        if (!events.some((e) => e.reason === event.reason && e.container === event.container)) void this.recorder.record(pod, [event]);
+      } else if (backoff.reason === 'ImagePullBackOff') {
+        state.record = {
+          ...state.record,
+          containers: { ...state.record.containers, [container.name]: { attempt: current === undefined ? 0 : current.attempt + 1, reason: 'ImagePullBackOff', message: `Back-off pulling image ${JSON.stringify(container.image ?? '')}` } },
+        };
+      }
+    }
+  }
+
+  // ---- status ----
+
+  private apiStatus(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): Record<string, unknown> {
+    const now = time(new Date());
+    const conditions = view.conditions
+      .filter((c) => c.type !== 'PodScheduled')
+      .map((c) => {
+        const previous = state.transitions.get(c.type);
+        const at = previous !== undefined && previous.status === c.status ? previous.at : now;
+        state.transitions.set(c.type, { status: c.status, at });
+        return { type: c.type, status: c.status, ...(c.reason === undefined ? {} : { reason: c.reason }), ...(c.message === undefined ? {} : { message: c.message }), lastProbeTime: null, lastTransitionTime: at };
+      });
+    const podIp = nodePod?.podIp ?? '';
+    return {
+      phase: view.phase,
+      conditions,
+      hostIP: this.options.nodeIp,
+      // podIPs and hostIPs merge by ip: `$patch: replace` keeps a new sandbox's IP from being
+      // added beside the old one (the status manager's two-way patch deletes the old entry).
+      hostIPs: [{ $patch: 'replace' }, { ip: this.options.nodeIp }],
+      ...(podIp === '' ? {} : { podIP: podIp, podIPs: [{ $patch: 'replace' }, { ip: podIp }] }),
+      ...(view.startTime === undefined ? {} : { startTime: view.startTime }),
+      ...(view.initContainerStatuses === undefined ? {} : { initContainerStatuses: view.initContainerStatuses.map(apiContainerStatus) }),
+      containerStatuses: view.containerStatuses.map(apiContainerStatus),
+    };
+  }
+
+  /** PATCH pods/status (strategic merge, with metadata.uid as the status manager sends it) when it changed. */
+  private async patchStatus(state: PodState, status: Record<string, unknown>): Promise<void> {
+    const { conditions, ...rest } = status as { conditions?: { lastTransitionTime?: string }[] };
+    const fingerprint = JSON.stringify({ ...rest, conditions: conditions?.map(({ lastTransitionTime: _t, ...c }) => c) });
+    if (fingerprint === state.lastStatus) return;
+    const m = state.pod.metadata!;
+    try {
+      await this.api.request('PATCH', `/api/v1/namespaces/${m.namespace}/pods/${m.name}/status`, { metadata: { uid: m.uid }, status }, 'application/strategic-merge-patch+json');
+      state.lastStatus = fingerprint;
+    } catch (err) {
+      if (isNotFound(err) || (err instanceof ApiError && err.status === 409)) return; // gone, or a new pod of that name
+      this.logger.warn({ pod: podKey(state.pod), err: errorText(err) }, 'Failed to update status for pod');
+      // Try again later: nothing else would send it.
+      if (!this.stopped) setTimeout(() => this.enqueue(state.uid), 2_000).unref();
+    }
+  }
+
+  // ---- deletion ----
+
+  /** killPod with the deletion's grace period, the final status, then the status manager's DELETE. */
+  private async terminate(state: PodState): Promise<void> {
+    const pod = state.pod;
+    const m = pod.metadata!;
+    if (!state.terminated) {
+      const grace = m.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      const nodePod = await this.readNodePod(state.uid);
+      const call = { timeoutMs: this.options.callTimeoutMs + grace * 1000 };
+      if (nodePod !== undefined) {
+        const running = nodePod.containers.filter((c) => c.state === 'Running');
+        await this.recorder.record(pod, running.map((c) => ({ type: 'Normal' as const, reason: 'Killing', message: `Stopping container ${c.name}`, container: c.name })));
+        await Promise.all(running.map((c) => unaryCall(this.cri.runtime, 'StopContainer', { container_id: c.id, timeout: String(grace) }, call).catch(ignoreNotFound)));
+        for (const id of nodePod.sandboxIds) await unaryCall(this.cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call).catch(ignoreNotFound);
+      }
+      clearTimeout(state.backoffTimer);
+      state.backoffs.clear();
+      const stopped = await this.readNodePod(state.uid);
+      // A deleted pod's containers are not restarted: its phase is terminal.
+      const final = { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } as V1Pod;
+      const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
+      const view = computePodStatus(final, stopped, { ...state.record, containers: records });
+      const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
+      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }, stopped));
+      state.terminated = true;
+    }
+    try {
+      await this.api.request('DELETE', `/api/v1/namespaces/${m.namespace}/pods/${m.name}`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: m.uid } });
+      this.logger.info({ pod: podKey(pod) }, 'pod terminated and deleted');
+    } catch (err) {
+      if (isNotFound(err) || (err instanceof ApiError && err.status === 409)) return;
+      this.logger.warn({ pod: podKey(pod), err: errorText(err) }, 'failed to delete the terminated pod; will retry');
+      if (!this.stopped) setTimeout(() => this.enqueue(state.uid), 2_000).unref();
+    }
+  }
+
+  private async removeFromRuntime(uid: string, why: string): Promise<void> {
+    const nodePod = await this.readNodePod(uid);
+    if (nodePod === undefined) return;
+    await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds: 0, callTimeoutMs: this.options.callTimeoutMs });
+    this.logger.info({ pod: `${nodePod.namespace}/${nodePod.name}`, uid, why }, 'pod removed from the runtime');
+  }
+}
+
+function apiContainerStatus(s: ContainerStatusView): Record<string, unknown> {
+  return {
+    name: s.name,
+    state: s.state,
+    lastState: s.lastState,
+    ready: s.ready,
+    restartCount: s.restartCount,
+    image: s.image,
+    imageID: s.imageID,
+    ...(s.containerID === undefined ? {} : { containerID: s.containerID }),
+    started: s.started,
+  };
+}
+
+function containerRecord(c: { state: string; reason?: string; message?: string; containerId?: string }, attempt: number): ContainerRecord {
+  return {
+    attempt,
+    ...(c.containerId === undefined ? {} : { containerId: c.containerId }),
+    ...(c.state === 'waiting' && c.reason !== undefined ? { reason: c.reason } : {}),
+    ...(c.state === 'waiting' && c.message !== undefined ? { message: c.message } : {}),
+  };
+}
+
+function shouldRestart(pod: V1Pod, exitCode: number): boolean {
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}
+
+function latestAttempts(pod: NodePod): Map<string, NodeContainer> {
+  const latest = new Map<string, NodeContainer>();
+  for (const c of pod.containers) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
+  return latest;
+}
+
+/** Go's time.Duration String for whole seconds and minutes: 10s, 1m20s, 5m0s. */
+function formatBackoff(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  return `${Math.floor(seconds / 60)}m${seconds % 60}s`;
+}
+
+/** The part of a pod's spec that may change after creation (container images). */
+const imagesOf = (pod: V1Pod): string => JSON.stringify([...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image));
+
+const podKey = (pod: V1Pod): string => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+
+function ignoreNotFound(err: unknown): void {
+  if ((err as { code?: number }).code !== 5) throw err;
+}

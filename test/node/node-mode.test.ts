@@ -1,0 +1,363 @@
+// Node mode against a real control plane (etcd, kube-apiserver, kube-scheduler built from the
+// pinned modules under tools/; no mock): simulated Windows nodes register, get pods from the real
+// scheduler, and report them through the API, all seen through the real kubectl and crictl.
+// Upstream texts pinned here follow kubernetes v1.34: pkg/kubelet/lifecycle/predicate.go
+// (PodOSNotSupported), pkg/kubelet/nodestatus/setters.go (conditions), pkg/kubelet/events and
+// kuberuntime (event reasons and texts).
+import { expect } from 'chai';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
+import { crictlJson, runCrictl } from '../support/crictl.js';
+import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
+import { cliPath, requireCriTool } from '../support/paths.js';
+import { runProcess } from '../support/process.js';
+import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
+    await sleep(500);
+  }
+}
+
+async function runCrictlExec(target: { endpoint: string; dir: string }, id: string, cmd: string[]): Promise<string> {
+  return (await runCrictl(target, ['exec', '-s', id, ...cmd])).stdout;
+}
+
+const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+
+function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: string; grace?: number } = {}): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      ...(opts.nodeName === undefined ? { nodeSelector: { 'kubernetes.io/os': 'windows' } } : { nodeName: opts.nodeName }),
+      terminationGracePeriodSeconds: opts.grace ?? 5,
+      securityContext: {
+        windowsOptions: {
+          runAsUserName: 'ContainerUser',
+          ...(opts.credentialSpec === undefined ? {} : { gmsaCredentialSpecName: 'webapplication1', gmsaCredentialSpec: opts.credentialSpec }),
+        },
+      },
+      containers: [{ name: 'app', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }],
+    },
+  };
+}
+
+describe('node mode against a real control plane', function () {
+  this.timeout(180_000);
+  let cp: ControlPlane;
+  let dir: string;
+  let node1: NodeProcess | undefined;
+  let kubeconfig1: string;
+  const stateDir = () => join(dir, 'winsim-1');
+  const endpoint1 = () => ({ endpoint: `unix://${join(stateDir(), 'cri.sock')}`, dir: stateDir() });
+
+  // --port 0: other suites on this machine may hold 127.0.0.1:10250.
+  const node1Args = () => ['node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-1', '--state-dir', stateDir(), '--port', '0', '--client-ca-file', cp.kubeletClientCaFile];
+  const kubectlJson = async <T = any>(args: string[]): Promise<T> => JSON.parse(await cp.kubectlOk([...args, '-o', 'json'])) as T;
+  const podJson = (name: string) => kubectlJson(['get', 'pod', name]);
+
+  before(async function () {
+    this.timeout(240_000);
+    requireControlPlaneTools(this);
+    requireCriTool(this, 'crictl');
+    dir = await mkdtemp(join(tmpdir(), 'cwn-'));
+    cp = await startControlPlane({ nodeNames: ['winsim-1', 'winsim-2'] });
+    kubeconfig1 = await cp.nodeKubeconfig('winsim-1');
+    node1 = await startNodeProcess(node1Args());
+  });
+
+  after(async function () {
+    this.timeout(90_000);
+    for (const p of liveNodeProcesses()) await p.stop();
+    await cp?.stop();
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('registers a Ready Windows node with the kubelet labels, nodeInfo and a lease (kubectl get nodes)', async () => {
+    const table = await cp.kubectlOk(['get', 'nodes', '-L', 'kubernetes.io/os,node.kubernetes.io/windows-build']);
+    expect(table).to.match(/^winsim-1\s+Ready\s+<none>\s+\S+\s+v1\.34\.12\s+windows\s+10\.0\.17763\s*$/m);
+    const node = await kubectlJson(['get', 'node', 'winsim-1']);
+    expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.17763' });
+    expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2019 Datacenter' });
+    expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'winsim-1' }]);
+    expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.be.above(0);
+    expect(node.status.capacity).to.include({ pods: '110', cpu: '4' });
+    const conditions = Object.fromEntries(node.status.conditions.map((c: any) => [c.type, [c.status, c.reason, c.message]]));
+    expect(conditions).to.deep.equal({
+      MemoryPressure: ['False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'],
+      DiskPressure: ['False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'],
+      PIDPressure: ['False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'],
+      Ready: ['True', 'KubeletReady', 'kubelet is posting ready status'],
+    });
+    const lease = await kubectlJson(['get', 'lease', '-n', 'kube-node-lease', 'winsim-1']);
+    expect(lease.spec).to.include({ holderIdentity: 'winsim-1', leaseDurationSeconds: 40 });
+    expect(lease.metadata.ownerReferences[0]).to.include({ kind: 'Node', name: 'winsim-1', uid: node.metadata.uid });
+  });
+
+  it('runs a pod the scheduler places by nodeSelector, with its inlined gMSA credential spec and runAsUserName (crictl inspect)', async () => {
+    await cp.apply(windowsPod('webapp', { credentialSpec: KEP_EXAMPLE_CREDENTIAL_SPEC }));
+    const pod = await until('pod webapp Running', 60_000, async () => {
+      const p = await podJson('webapp');
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(pod.spec.nodeName).to.equal('winsim-1');
+    expect(pod.status.hostIP).to.equal('127.0.0.1');
+    expect(pod.status.podIP).to.match(/^127\.10\.0\.\d+$/);
+    expect(pod.status.podIPs).to.deep.equal([{ ip: pod.status.podIP }]);
+    const conditions = Object.fromEntries(pod.status.conditions.map((c: any) => [c.type, c.status]));
+    expect(conditions).to.include({ PodReadyToStartContainers: 'True', Initialized: 'True', ContainersReady: 'True', Ready: 'True', PodScheduled: 'True' });
+    const status = pod.status.containerStatuses[0];
+    expect(status).to.include({ name: 'app', ready: true, restartCount: 0, started: true });
+    expect(status.containerID).to.match(/^cri-winsim:\/\/[0-9a-f]+$/);
+    expect(status.imageID).to.not.equal('');
+    expect(status.state.running.startedAt).to.be.a('string');
+    const table = await cp.kubectlOk(['get', 'pod', 'webapp', '-o', 'wide']);
+    expect(table).to.match(/^webapp\s+1\/1\s+Running\s+0\s+\S+\s+\S+\s+winsim-1\s/m);
+
+    const inspected = await crictlJson(endpoint1(), ['inspect', status.containerID.replace('cri-winsim://', '')]);
+    expect(inspected.info.runtimeSpec.windows.credentialSpec).to.deep.equal(JSON.parse(KEP_EXAMPLE_CREDENTIAL_SPEC));
+    expect(inspected.info.runtimeSpec.process.user.username).to.equal('ContainerUser');
+    expect(inspected.status.labels).to.include({ 'io.kubernetes.pod.name': 'webapp', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': pod.metadata.uid });
+
+    const events = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=webapp', '-o', 'custom-columns=REASON:.reason,SOURCE:.source.component,MESSAGE:.message', '--no-headers']);
+    expect(events).to.match(/^Created\s+kubelet\s+Created container: app$/m);
+    expect(events).to.match(/^Started\s+kubelet\s+Started container app$/m);
+  });
+
+  it('kubectl logs and kubectl exec reach the container through the API server and the kubelet server', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'greeter', namespace: 'default' },
+      spec: {
+        nodeSelector: { 'kubernetes.io/os': 'windows' },
+        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2019', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
+      },
+    });
+    await until('greeter Running', 60_000, async () => ((await podJson('greeter')).status.phase === 'Running' ? true : undefined));
+    const logs = await until('kubectl logs greeter', 20_000, async () => {
+      const out = await cp.kubectlOk(['logs', 'greeter']);
+      return out.includes('hello') ? out : undefined;
+    });
+    expect(logs).to.equal('hello from a simulated windows node\n');
+    const exec = await cp.kubectl(['exec', 'greeter', '--', 'hostname'], { timeoutMs: 30_000 });
+    expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
+  });
+
+  it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode strict)', async () => {
+    const denied = kepExampleWith((doc) => {
+      doc.DomainJoinConfig.MachineAccountName = 'SqlReporting';
+      doc.ActiveDirectoryConfig.GroupManagedServiceAccounts = [{ Name: 'SqlReporting', Scope: 'DEMO' }, { Name: 'SqlReporting', Scope: 'contoso.com' }];
+    });
+    await cp.apply(windowsPod('reporting', { credentialSpec: denied }));
+    const describe = await until('kubectl describe pod reporting shows the failed start', 60_000, async () => {
+      const text = await cp.kubectlOk(['describe', 'pod', 'reporting']);
+      return /Reason:\s+(RunContainerError|CrashLoopBackOff)/.test(text) && /Warning\s+Failed\s+.*kubelet\s+Error: /.test(text) ? text : undefined;
+    });
+    expect(describe).to.match(/Node:\s+winsim-1\/127\.0\.0\.1/);
+    expect(describe).to.include('SqlReporting');
+    // getPhase counts a waiting container that terminated before as stopped: with restartPolicy
+    // Always the phase is Running, as for any CrashLoopBackOff pod (kubelet_pods.go).
+    const status = (await podJson('reporting')).status.containerStatuses[0];
+    expect(['RunContainerError', 'CrashLoopBackOff']).to.include(status.state.waiting.reason);
+    expect(status.ready).to.equal(false);
+    expect(status.lastState.terminated.reason).to.equal('StartError');
+  });
+
+  it("reads the GMSA KEP's ConfigMap as the node: the Node authorizer refuses it (no relationship), CreateContainerConfigError", async () => {
+    await cp.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'webserver-credspec', namespace: 'default' }, data: { 'gmsa-cred-spec': KEP_EXAMPLE_CREDENTIAL_SPEC } });
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kep-configmap', namespace: 'default', annotations: { 'pod.alpha.kubernetes.io/windows-gmsa-config-map': 'webserver-credspec' } },
+      spec: { nodeSelector: { 'kubernetes.io/os': 'windows' }, containers: [{ name: 'app', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }] },
+    });
+    const waiting = await until('kep-configmap waiting', 30_000, async () => (await podJson('kep-configmap')).status.containerStatuses?.[0]?.state?.waiting);
+    expect(waiting.reason).to.equal('CreateContainerConfigError');
+    // The Node authorizer's text (plugin/pkg/auth/authorizer/node/node_authorizer.go, v1.34).
+    expect(waiting.message).to.equal(
+      'cannot read GMSA ConfigMap default/webserver-credspec: configmaps "webserver-credspec" is forbidden: User "system:node:winsim-1" cannot get resource "configmaps" in API group "" in the namespace "default": no relationship found between node \'winsim-1\' and this object',
+    );
+  });
+
+  it('refuses a Linux pod bound to the node: PodOSNotSupported, phase Failed', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'linux-app', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', os: { name: 'linux' }, containers: [{ name: 'app', image: 'registry.k8s.io/e2e-test-images/busybox:1.29-2' }] },
+    });
+    const pod = await until('linux-app Failed', 30_000, async () => {
+      const p = await podJson('linux-app');
+      return p.status.phase === 'Failed' ? p : undefined;
+    });
+    expect(pod.status.reason).to.equal('PodOSNotSupported');
+    expect(pod.status.message).to.equal("Pod was rejected: Failed to admit pod as the OS field doesn't match node OS");
+    expect(await cp.kubectlOk(['get', 'pod', 'linux-app'])).to.match(/^linux-app\s+0\/1\s+PodOSNotSupported\s/m);
+    const ps = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=linux-app', '-o', 'json']);
+    expect(ps.items).to.deep.equal([]);
+  });
+
+  it('kubectl delete stops the containers gracefully and the pod goes away (Killing event, no runtime leftovers)', async () => {
+    const uid = (await podJson('webapp')).metadata.uid as string;
+    const deleted = await cp.kubectl(['delete', 'pod', 'webapp', '--timeout', '60s'], { timeoutMs: 70_000 });
+    expect(deleted.code, deleted.stderr).to.equal(0);
+    expect(deleted.stdout).to.include('pod "webapp" deleted');
+    const events = await cp.kubectlOk(['get', 'events', '--field-selector', `involvedObject.uid=${uid}`, '-o', 'custom-columns=REASON:.reason,MESSAGE:.message', '--no-headers']);
+    expect(events).to.match(/^Killing\s+Stopping container app$/m);
+    await until('the runtime has no sandbox of webapp', 20_000, async () => {
+      const ps = await crictlJson(endpoint1(), ['pods', '--label', `io.kubernetes.pod.uid=${uid}`, '-o', 'json']);
+      return ps.items.length === 0 ? true : undefined;
+    });
+  });
+
+  it('reconnects after the API server restarts: lease renewed and new pods run', async () => {
+    const before = (await kubectlJson(['get', 'lease', '-n', 'kube-node-lease', 'winsim-1'])).spec.renewTime as string;
+    await cp.stopApiServer();
+    await sleep(3_000);
+    await cp.startApiServer();
+    await until('lease renewed after the restart', 40_000, async () => {
+      const lease = await kubectlJson(['get', 'lease', '-n', 'kube-node-lease', 'winsim-1']);
+      return lease.spec.renewTime > before ? true : undefined;
+    });
+    expect(node1!.logged('failed to update lease, will retry') || node1!.logged('pod list/watch failed, will retry')).to.equal(true);
+    await cp.apply(windowsPod('after-restart'));
+    await until('after-restart Running', 60_000, async () => ((await podJson('after-restart')).status.phase === 'Running' ? true : undefined));
+  });
+
+  it("refuses to start as another node than the credentials' own, naming the node and the API server's reason", async () => {
+    const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-9', '--state-dir', join(dir, 'impostor'), '--port', '0'], { killAfterMs: 60_000 });
+    expect(res.code, res.stderr).to.equal(1);
+    expect(res.stderr).to.include(`cri-winsim: kubeconfig ${kubeconfig1} (server ${cp.server}): cannot register node winsim-9: POST /api/v1/nodes: 403 nodes "winsim-9" is forbidden: node "winsim-1" is not allowed to modify node "winsim-9"`);
+    expect((await cp.kubectl(['get', 'node', 'winsim-9'])).code).to.equal(1);
+  });
+
+  it('registers the Node again after it is deleted', async () => {
+    const oldUid = (await kubectlJson(['get', 'node', 'winsim-1'])).metadata.uid as string;
+    await cp.kubectlOk(['delete', 'node', 'winsim-1']);
+    // The next status update (every 10 s) finds the Node gone and registers it again.
+    const node = await until('winsim-1 registered again', 40_000, async () => {
+      const res = await cp.kubectl(['get', 'node', 'winsim-1', '-o', 'json']);
+      return res.code === 0 ? JSON.parse(res.stdout) : undefined;
+    });
+    expect(node.metadata.uid).to.not.equal(oldUid);
+    expect(node.metadata.labels['kubernetes.io/os']).to.equal('windows');
+    expect(node.status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    expect(node1!.logged('node not found in the API server; registering it again')).to.equal(true);
+  });
+
+  it('after SIGKILL and a restart of the node process, each pod runs once (no duplicate containers)', async () => {
+    const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
+    await node1!.kill();
+    node1 = await startNodeProcess(node1Args());
+    // The runtime of `node` keeps its state in memory: the crash took the old container along, and
+    // the restarted node runs the pod again, once.
+    const after = await until('after-restart reported with its new container', 60_000, async () => {
+      const s = (await podJson('after-restart')).status.containerStatuses?.[0];
+      return s?.ready === true && s.containerID !== before ? (s.containerID as string) : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${node1!.lines.filter((l) => !l.includes('"level":30')).slice(-20).join('\n')}`);
+    });
+    await sleep(2_000);
+    const reported = (await podJson('after-restart')).status;
+    expect(reported.podIPs, 'one pod IP: the new sandbox replaced the old one').to.deep.equal([{ ip: reported.podIP }]);
+    const ps = await crictlJson(endpoint1(), ['ps', '-a', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(ps.containers.map((c: any) => `cri-winsim://${c.id}`)).to.deep.equal([after]);
+    const pods = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(pods.items).to.have.length(1);
+  });
+
+  it('runs several nodes in one process, each with its own loopback address, socket and computer account', async () => {
+    const multiDir = join(dir, 'multi');
+    await startNodeProcess(['node', '--kubeconfig', cp.adminKubeconfig, '--nodes', '2', '--node-name-prefix', 'multi', '--state-dir', multiDir,
+      '--node-labels', 'team=identity', '--register-with-taints', 'os=windows:NoSchedule', '--max-pods', '30']);
+    const nodes = await kubectlJson(['get', 'nodes', '-l', 'kubernetes.io/os=windows']);
+    const byName = Object.fromEntries(nodes.items.map((n: any) => [n.metadata.name, n]));
+    expect(byName['multi-1'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.1' });
+    expect(byName['multi-2'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.2' });
+    expect(byName['multi-2'].status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    expect(byName['multi-2'].metadata.labels).to.include({ team: 'identity', 'kubernetes.io/hostname': 'multi-2' });
+    expect(byName['multi-2'].spec.taints).to.deep.equal([{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+    expect(byName['multi-2'].status.capacity.pods).to.equal('30');
+    // WebApplication1 is retrievable through WebAppHosts, of which the template's WINNODE1$ is a
+    // member: MULTI-2$ took that membership, so the gMSA works on it.
+    await cp.apply(windowsPod('on-multi-2', { credentialSpec: KEP_EXAMPLE_CREDENTIAL_SPEC, nodeName: 'multi-2' }));
+    const pod = await until('on-multi-2 Running', 60_000, async () => {
+      const p = await podJson('on-multi-2');
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(pod.status.hostIP).to.equal('127.0.1.2');
+    expect(pod.status.podIP).to.match(/^127\.11\.1\.\d+$/);
+    const target = { endpoint: `unix://${join(multiDir, 'multi-2', 'cri.sock')}`, dir: join(multiDir, 'multi-2') };
+    const ps = await crictlJson(target, ['ps', '--label', 'io.kubernetes.pod.name=on-multi-2', '-o', 'json']);
+    expect(ps.containers).to.have.length(1);
+    const whoami = await runCrictlExec(target, ps.containers[0].id, ['hostname']);
+    expect(whoami.trim()).to.equal('on-multi-2');
+  });
+
+  it('a kubelet restarted against a runtime that kept running adopts its containers instead of starting them again', async () => {
+    const runtimeDir = join(dir, 'rt2');
+    const target = { endpoint: `unix://${join(runtimeDir, 'cri.sock')}`, dir: runtimeDir };
+    await startNodeProcess(['runtime', '--listen', target.endpoint, '--state-dir', runtimeDir], { readyText: 'cri-winsim runtime listening' });
+    const kubeletArgs = ['kubelet', '--kubeconfig', await cp.nodeKubeconfig('winsim-2'), '--hostname-override', 'winsim-2', '--container-runtime-endpoint', target.endpoint, '--root-dir', join(dir, 'kubelet2'), '--port', '0'];
+    let kubelet = await startNodeProcess(kubeletArgs);
+    await cp.apply(windowsPod('adopted', { nodeName: 'winsim-2' }));
+    const first = await until('adopted Running', 60_000, async () => {
+      const p = await podJson('adopted');
+      return p.status.phase === 'Running' ? (p.status.containerStatuses[0].containerID as string) : undefined;
+    });
+    await kubelet.kill();
+    kubelet = await startNodeProcess(kubeletArgs);
+    await until('the restarted kubelet adopted the pod', 30_000, async () => (kubelet.logged('adopted pod from the runtime') ? true : undefined));
+    const ps = await crictlJson(target, ['ps', '-a', '--label', 'io.kubernetes.pod.name=adopted', '-o', 'json']);
+    expect(ps.containers.map((c: any) => `cri-winsim://${c.id}`)).to.deep.equal([first]);
+    expect((await podJson('adopted')).status.containerStatuses[0]).to.include({ containerID: first, ready: true, restartCount: 0 });
+  });
+});
+
+describe('node mode: bad input', function () {
+  this.timeout(30_000);
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cwn-bad-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('names the kubeconfig file that does not exist', async () => {
+    const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', join(dir, 'missing.kubeconfig'), '--hostname-override', 'w1', '--state-dir', join(dir, 's')], { killAfterMs: 20_000 });
+    expect(res.code).to.equal(1);
+    expect(res.stderr).to.include(`cri-winsim: kubeconfig ${join(dir, 'missing.kubeconfig')}: ENOENT: no such file or directory`);
+  });
+
+  it('names the kubeconfig and the server it cannot reach, and creates nothing', async () => {
+    const kubeconfig = join(dir, 'unreachable.kubeconfig');
+    await writeFile(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
+      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+      users: [{ name: 'u', user: { token: 'abc' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    }));
+    const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', kubeconfig, '--hostname-override', 'w1', '--state-dir', join(dir, 's')], { killAfterMs: 20_000 });
+    expect(res.code).to.equal(1);
+    expect(res.stderr).to.include(`cri-winsim: cannot reach the API server of kubeconfig ${kubeconfig} (server https://127.0.0.1:1): connect ECONNREFUSED 127.0.0.1:1`);
+    expect(existsSync(join(dir, 's'))).to.equal(false);
+  });
+});
