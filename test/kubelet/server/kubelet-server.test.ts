@@ -11,7 +11,7 @@ import { startKubeletServer, type KubeletServer } from '../../../src/kubelet/ser
 import { runPodOnce } from '../../../src/kubelet/pod-worker.js';
 import { startRuntime, type RuntimeHandle } from '../../support/runtime.js';
 import { createTestCa } from './client-certificates.js';
-import { kubeletRequest, kubeletStream } from './https.js';
+import { kubeletRequest, kubeletStream, kubeletUpgrade } from './https.js';
 
 const IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
 const NODE = 'winnode-http';
@@ -245,14 +245,40 @@ describe('kubelet HTTPS server (against the cri-winsim runtime)', function () {
       expect([res.status, res.body]).to.deep.equal([400, 'you must specify at least 1 of stdin, stdout, stderr']);
     });
 
-    it('/exec, /attach and /portForward carry the runtime\'s answer when it has no streaming server', async () => {
-      const upgrade = { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' };
-      for (const path of ['/exec/default/runner/app?command=whoami&output=1', '/attach/default/runner/app?output=1', '/portForward/default/runner']) {
-        const res = await kubeletRequest(server.port, path, { ...as(client), method: 'POST', headers: upgrade });
-        const rpc = path.split('/')[1] === 'portForward' ? 'PortForward' : path.startsWith('/exec') ? 'Exec' : 'Attach';
-        expect(res.status, path).to.equal(500);
-        expect(res.body, path).to.match(new RegExp(`^rpc error: code = Unimplemented desc = ${rpc} is not implemented by cri-winsim: `));
+    it('/exec, /attach and /portForward hand the upgrade to the runtime\'s streaming URL, or pass on its refusal', async () => {
+      const { containers } = await unaryCall(cri.runtime, 'ListContainers', { filter: { state: { state: 1 }, label_selector: { 'io.kubernetes.container.name': 'app' } } });
+      // Whether this runtime has a streaming server: Exec answers a URL, or UNIMPLEMENTED.
+      const streams = await unaryCall(cri.runtime, 'Exec', { container_id: containers[0]!.id, cmd: ['whoami'], stdout: true }).then(() => true, (err: { code?: number }) => err.code !== 12);
+      const cases: [path: string, rpc: string, protocol: string][] = [
+        ['/exec/default/runner/app?command=whoami&output=1', 'Exec', 'v4.channel.k8s.io'],
+        ['/attach/default/runner/app?output=1', 'Attach', 'v4.channel.k8s.io'],
+        ['/portForward/default/runner', 'PortForward', 'portforward.k8s.io'],
+      ];
+      for (const [path, rpc, protocol] of cases) {
+        const res = await kubeletUpgrade(server.port, path, { ...as(client), headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': protocol } });
+        if (streams) {
+          // The streaming server's 101, through the proxy, with the protocol it chose.
+          expect([res.status, res.headers['x-stream-protocol-version']], path).to.deep.equal([101, protocol]);
+        } else {
+          // streaming.WriteError: 500 with the runtime's status text.
+          expect(res.status, path).to.equal(500);
+          expect(res.body, path).to.match(new RegExp(`^rpc error: code = Unimplemented desc = ${rpc} is not implemented by cri-winsim: `));
+        }
       }
+      const plain = await kubeletRequest(server.port, '/exec/default/runner/app?command=whoami&output=1', { ...as(client), method: 'POST' });
+      expect(plain.status).to.equal(500);
+      if (streams) expect(plain.body).to.equal('Upgrade request required');
+      else expect(plain.body).to.match(/^rpc error: code = Unimplemented desc = Exec is not implemented by cri-winsim: /);
+    });
+
+    it('/exec and /attach of a container that is not running, /portForward of an unknown pod: the kubelet\'s texts', async () => {
+      const upgrade = { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' };
+      const exec = await kubeletUpgrade(server.port, '/exec/default/logger/once?command=whoami&output=1', { ...as(client), headers: upgrade });
+      expect([exec.status, exec.body]).to.deep.equal([500, 'container not found ("once")']);
+      const attach = await kubeletUpgrade(server.port, '/attach/default/logger/once?output=1', { ...as(client), headers: upgrade });
+      expect([attach.status, attach.body]).to.deep.equal([500, 'container once not found in pod logger_default']);
+      const missing = await kubeletUpgrade(server.port, '/portForward/default/ghost', { ...as(client), headers: upgrade });
+      expect([missing.status, missing.body]).to.deep.equal([404, 'pod does not exist']);
     });
   });
 });
