@@ -188,6 +188,8 @@ export interface LogSink {
   write(stream: 'stdout' | 'stderr', data: Buffer): Promise<void>;
   /** True once the client went away. */
   readonly closed: boolean;
+  /** Calls `listener` when the client goes away (a follow stops waiting at once). */
+  onClose?(listener: () => void): void;
 }
 
 export interface ReadLogsOptions {
@@ -218,6 +220,7 @@ export async function readLogs(path: string, sink: LogSink, { options, nowNanos,
   }
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
+  sink.onClose?.(() => wake?.());
   try {
     let since = -1n;
     if (options.sinceSeconds !== undefined) since = nowNanos - BigInt(options.sinceSeconds) * 1_000_000_000n;

@@ -287,6 +287,7 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
     res.on('close', () => { clientGone = true; });
     const sink: LogSink = {
       get closed() { return clientGone || res.destroyed; },
+      onClose: (listener) => res.on('close', listener),
       write: (_stream, data) => new Promise((resolve) => {
         if (res.write(data)) resolve();
         else {

@@ -70,3 +70,27 @@ export function kubeletStream(port: number, path: string, options: KubeletReques
     req.end();
   });
 }
+
+/** A request that asks for an upgrade: the 101 (its socket ended at once) or the plain response. */
+export function kubeletUpgrade(port: number, path: string, options: KubeletRequestOptions = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({
+      host: '127.0.0.1', port, path, method: options.method ?? 'POST', rejectUnauthorized: false, agent: false,
+      ...(options.cert !== undefined ? { cert: options.cert, key: options.key } : {}),
+      headers: options.headers ?? {},
+      timeout: options.timeoutMs ?? 10_000,
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' });
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
