@@ -160,7 +160,7 @@ async function withLock(fn) {
     } catch (err) {
       if (err.code !== 'EEXIST') throw err;
       const owner = Number.parseInt(readFileSync(lock, 'utf8'), 10);
-      let alive = false;
+      let alive;
       try { process.kill(owner, 0); alive = Number.isInteger(owner) && owner > 0; } catch { alive = false; }
       if (!alive) { rmSync(lock, { force: true }); continue; }
       if (!said) { say(`waiting for another install-tools (pid ${owner}) to finish`); said = true; }

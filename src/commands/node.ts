@@ -161,8 +161,8 @@ export async function connectApi(options: Pick<NodeModeOptions, 'kubeconfig' | '
   } catch (err) {
     api.close();
     if (err instanceof ApiUnreachableError) throw err;
-    if (err instanceof ApiError && err.status === 401) throw new Error(`${api.description}: the API server refused the credentials (401 Unauthorized)`);
-    throw new Error(`${api.description}: ${(err as Error).message}`);
+    if (err instanceof ApiError && err.status === 401) throw new Error(`${api.description}: the API server refused the credentials (401 Unauthorized)`, { cause: err });
+    throw new Error(`${api.description}: ${(err as Error).message}`, { cause: err });
   }
   return api;
 }
@@ -200,6 +200,8 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   try {
     for (const plan of plans) {
       // The kubelet's HTTPS server on the node's loopback address; the Node advertises its port.
+      // Assigned once the server is up; the server's pods() reads it until then.
+      // eslint-disable-next-line prefer-const
       let kubelet: KubeletNode | undefined;
       const server = await startKubeletServer({
         address: plan.identity.nodeIp,
@@ -255,7 +257,7 @@ function identityFor(name: string, index: number, count: number, osBuild: string
     try {
       quantityBytes(value);
     } catch (err) {
-      throw new Error(`${flag}: ${(err as Error).message}`);
+      throw new Error(`${flag}: ${(err as Error).message}`, { cause: err });
     }
   }
   if (!/^\d+$/.test(options.cpu) || Number(options.cpu) < 1) throw new Error(`--cpu: ${JSON.stringify(options.cpu)} is not a whole number of processors`);
@@ -378,7 +380,7 @@ export async function runNodeKubelet(options: NodeModeOptions & { containerRunti
   } catch (err) {
     cri.close();
     api.close();
-    throw new Error(`the container runtime at ${options.containerRuntimeEndpoint} is not reachable: ${grpcErrorString(err)}`);
+    throw new Error(`the container runtime at ${options.containerRuntimeEndpoint} is not reachable: ${grpcErrorString(err)}`, { cause: err });
   }
   // CRI does not carry the OS build (a Windows kubelet reads it from the registry): the runtime's
   // node file is not at hand here, so the build of the embedded default node is reported.

@@ -20,6 +20,8 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   const id = container.id;
   // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
   // has read it, it is removed while the log file opens; `cleanup` waits for that.
+  // Assigned once, after the cleanup step that reads it is declared.
+  // eslint-disable-next-line prefer-const
   let released: Promise<void> | undefined;
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   windows.checkFault('credential-spec-read', id);

@@ -244,7 +244,7 @@ describe('test control plane: a start that fails', function () {
     const outer = await mkdtemp(join(tmpdir(), 'cri-winsim-cpfail-'));
     const saved = process.env.TMPDIR;
     let err: unknown;
-    let left: string[] = [];
+    let left: string[];
     try {
       process.env.TMPDIR = outer;
       await startControlPlane({ scheduler: false, apiServerArgs: ['--no-such-flag'] });

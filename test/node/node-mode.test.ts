@@ -244,7 +244,7 @@ describe('node mode against a real control plane', function () {
   it("refuses to start as another node than the credentials' own, naming the node and the API server's reason", async () => {
     const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-9', '--state-dir', join(dir, 'impostor'), '--port', '0'], { killAfterMs: 60_000 });
     expect(res.code, res.stderr).to.equal(1);
-    expect(res.stderr).to.include(`cri-winsim: kubeconfig ${kubeconfig1} (server ${cp.server}): cannot register node winsim-9: POST /api/v1/nodes: 403 nodes "winsim-9" is forbidden: node "winsim-1" is not allowed to modify node "winsim-9"`);
+    expect(res.stderr).to.include(`error: kubeconfig ${kubeconfig1} (server ${cp.server}): cannot register node winsim-9: POST /api/v1/nodes: 403 nodes "winsim-9" is forbidden: node "winsim-1" is not allowed to modify node "winsim-9"`);
     expect((await cp.kubectl(['get', 'node', 'winsim-9'])).code).to.equal(1);
   });
 
@@ -344,7 +344,7 @@ describe('node mode: bad input', function () {
   it('names the kubeconfig file that does not exist', async () => {
     const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', join(dir, 'missing.kubeconfig'), '--hostname-override', 'w1', '--state-dir', join(dir, 's')], { killAfterMs: 20_000 });
     expect(res.code).to.equal(1);
-    expect(res.stderr).to.include(`cri-winsim: kubeconfig ${join(dir, 'missing.kubeconfig')}: ENOENT: no such file or directory`);
+    expect(res.stderr).to.include(`error: kubeconfig ${join(dir, 'missing.kubeconfig')}: ENOENT: no such file or directory`);
   });
 
   it('names the kubeconfig and the server it cannot reach, and creates nothing', async () => {
@@ -357,7 +357,7 @@ describe('node mode: bad input', function () {
     }));
     const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', kubeconfig, '--hostname-override', 'w1', '--state-dir', join(dir, 's')], { killAfterMs: 20_000 });
     expect(res.code).to.equal(1);
-    expect(res.stderr).to.include(`cri-winsim: cannot reach the API server of kubeconfig ${kubeconfig} (server https://127.0.0.1:1): connect ECONNREFUSED 127.0.0.1:1`);
+    expect(res.stderr).to.include(`error: cannot reach the API server of kubeconfig ${kubeconfig} (server https://127.0.0.1:1): connect ECONNREFUSED 127.0.0.1:1`);
     expect(existsSync(join(dir, 's'))).to.equal(false);
   });
 });

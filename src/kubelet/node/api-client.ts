@@ -59,7 +59,7 @@ export class ApiClient {
     try {
       k8s = await import('@kubernetes/client-node');
     } catch (err) {
-      throw new Error(`${what}: cannot load the Kubernetes client: ${(err as Error).message}`);
+      throw new Error(`${what}: cannot load the Kubernetes client: ${(err as Error).message}`, { cause: err });
     }
     const config: KubeConfig = new k8s.KubeConfig();
     try {
@@ -70,7 +70,7 @@ export class ApiClient {
         config.setCurrentContext(source.context);
       }
     } catch (err) {
-      throw new Error(`${what}: ${(err as Error).message}`);
+      throw new Error(`${what}: ${(err as Error).message}`, { cause: err });
     }
     const cluster = config.getCurrentCluster();
     if (cluster === null) throw new Error(`${what}: the current context "${config.getCurrentContext()}" names no cluster`);
@@ -85,7 +85,7 @@ export class ApiClient {
     try {
       await config.applyToHTTPSOptions(options);
     } catch (err) {
-      throw new Error(`${what}: reading the credentials: ${(err as Error).message}`);
+      throw new Error(`${what}: reading the credentials: ${(err as Error).message}`, { cause: err });
     }
     const agentOptions = { keepAlive: true, maxSockets: 64, ...pick(options, ['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']) };
     const agent = server.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent({ keepAlive: true, maxSockets: 64 });

@@ -225,7 +225,7 @@ export class NodeController {
       } catch (err) {
         // Refused credentials or a node the user may not register are not going to get better.
         if (err instanceof ApiError && (err.status === 401 || err.status === 403) && this.nodeUid === '') {
-          throw new Error(`${this.api.description}: cannot register node ${this.identity.name}: ${err.message}`);
+          throw new Error(`${this.api.description}: cannot register node ${this.identity.name}: ${err.message}`, { cause: err });
         }
         failures++;
         const delay = this.backoff(failures);

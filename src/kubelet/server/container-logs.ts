@@ -210,13 +210,13 @@ export async function readLogs(path: string, sink: LogSink, { options, nowNanos,
   try {
     resolved = await realpath(path);
   } catch (err) {
-    throw new Error(`failed to try resolving symlinks in path "${path}": ${(err as Error).message}`);
+    throw new Error(`failed to try resolving symlinks in path "${path}": ${(err as Error).message}`, { cause: err });
   }
   let file: FileHandle;
   try {
     file = await open(resolved, 'r');
   } catch (err) {
-    throw new Error(`failed to open log file "${resolved}": ${(err as Error).message}`);
+    throw new Error(`failed to open log file "${resolved}": ${(err as Error).message}`, { cause: err });
   }
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
@@ -283,7 +283,7 @@ export async function readLogs(path: string, sink: LogSink, { options, nowNanos,
           });
           watcher.on('error', () => wake?.());
         } catch (err) {
-          throw new Error(`failed to watch directory "${dirname(resolved)}": ${(err as Error).message}`);
+          throw new Error(`failed to watch directory "${dirname(resolved)}": ${(err as Error).message}`, { cause: err });
         }
         continue; // read once more: a write may have come before the watch
       }

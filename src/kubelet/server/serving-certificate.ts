@@ -96,7 +96,7 @@ export async function readPemFile(flag: string, file: string, kind: 'certificate
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new Error(`${flag}: cannot read ${file}: ${(err as Error).message}`);
+    throw new Error(`${flag}: cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
   const begin = kind === 'certificate' ? /-----BEGIN CERTIFICATE-----/ : /-----BEGIN (?:RSA |EC |ENCRYPTED )?PRIVATE KEY-----/;
   if (!begin.test(text)) throw new Error(`${flag}: ${file} holds no PEM ${kind}`);
