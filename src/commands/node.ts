@@ -26,6 +26,7 @@ import { NodeDeletionWatch, PodInformer } from '../kubelet/node/pod-informer.js'
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { DEFAULT_STATE_DIR } from './runtime.js';
 import { withExamples } from './help-examples.js';
+import { untilSignal } from './shutdown-signal.js';
 
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 export const NODE_READY_MESSAGE = 'cri-winsim node ready';
@@ -273,24 +274,6 @@ function identityFor(name: string, index: number, count: number, osBuild: string
     memory: options.memory,
     ephemeralStorage: options.ephemeralStorage,
   };
-}
-
-/** Waits for SIGTERM/SIGINT; a second one exits at once. */
-function untilSignal(logger: Logger): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    let received = false;
-    const onSignal = (sig: NodeJS.Signals): void => {
-      if (!received) {
-        received = true;
-        resolveSignal(sig);
-        return;
-      }
-      logger.warn({ signal: sig }, 'second signal during shutdown; exiting now');
-      process.exit(1);
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
 }
 
 /** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */

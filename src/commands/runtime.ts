@@ -8,6 +8,7 @@ import { createLogger, type LogFormat, type Logger } from '../log.js';
 import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
+import { untilSignal } from './shutdown-signal.js';
 
 export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/cri-winsim';
@@ -97,26 +98,12 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
     await runtime.close();
     throw err;
   }
-  // The first SIGTERM/SIGINT starts a graceful shutdown; a second one means "now". Listening
-  // for them before the ready line, so a signal sent on seeing it is never missed.
-  let received: NodeJS.Signals | undefined;
-  const signal = new Promise<NodeJS.Signals>((resolveSignal) => {
-    const onSignal = (sig: NodeJS.Signals): void => {
-      if (received === undefined) {
-        received = sig;
-        resolveSignal(sig);
-        return;
-      }
-      logger.warn({ signal: sig }, 'second signal during shutdown; exiting now');
-      process.exit(1);
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
+  // Listening for SIGTERM/SIGINT before the ready line, so a signal sent on seeing it is never missed.
+  const signal = untilSignal(logger);
   logger.info({ endpoint }, READY_MESSAGE);
   // Scripts and tests wait for the ready line: it must not wait in the batch.
   logger.flush();
-  await signal;
+  const received = await signal;
 
   logger.info({ signal: received }, 'shutting down');
   let failed = false;
