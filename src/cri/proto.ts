@@ -36,16 +36,18 @@ function findProtoRoot(): string {
   throw new Error(`cannot find proto/${PROTO_FILE} above ${dirname(fileURLToPath(import.meta.url))}`);
 }
 
-let loaded: ProtoGrpcType['runtime']['v1'] | undefined;
+/** The runtime.v1 package, loaded once when this module is first imported (read-only after). */
+const loaded: ProtoGrpcType['runtime']['v1'] = loadCriPackage();
 
-/** The runtime.v1 package, loaded once per process. */
+function loadCriPackage(): ProtoGrpcType['runtime']['v1'] {
+  const root = findProtoRoot();
+  const definition = protoLoader.loadSync(PROTO_FILE, { ...CRI_LOADER_OPTIONS, includeDirs: [root] });
+  const grpcObject = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
+  return grpcObject.runtime.v1;
+}
+
+/** The runtime.v1 package. */
 export function criPackage(): ProtoGrpcType['runtime']['v1'] {
-  if (loaded === undefined) {
-    const root = findProtoRoot();
-    const definition = protoLoader.loadSync(PROTO_FILE, { ...CRI_LOADER_OPTIONS, includeDirs: [root] });
-    const grpcObject = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
-    loaded = grpcObject.runtime.v1;
-  }
   return loaded;
 }
 

@@ -37,11 +37,10 @@ export class LabelIndex {
       if (best === undefined || count < best.count) best = { values, value: v, count };
     }
     if (best === undefined) return undefined;
-    return best.values?.get(best.value) ?? EMPTY;
+    // A fresh empty set when nobody carries it: a shared one would be module-level state.
+    return best.values?.get(best.value) ?? new Set<string>();
   }
 }
-
-const EMPTY: ReadonlySet<string> = new Set();
 
 /** True when every pair of the selector is present with the same value (CRI label_selector). */
 export function matchesLabels(labels: Record<string, string>, selector: Record<string, string> | null | undefined): boolean {
