@@ -127,6 +127,12 @@ describe('seeded draws', () => {
     expect(never.map(([d]) => d)).to.deep.equal(always.map(([d]) => d));
   });
 
+  it('use the later of two faults for one method', () => {
+    const c = new CallConditions({ faults: [parseFaultSpec('StartContainer=Unavailable'), parseFaultSpec('StartContainer=Internal')] }, 'N');
+    expect(c.plan('StartContainer', {}).fault?.code).to.equal('Internal');
+    expect(c.faultSpecs()).to.have.length(1);
+  });
+
   it('add nothing for RPCs a profile does not name, and nothing at all with none', () => {
     const conditions = new CallConditions(options, 'N');
     expect(plans(conditions, 'Version', 3)).to.deep.equal([[0, false], [0, false], [0, false]]);

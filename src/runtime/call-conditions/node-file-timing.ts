@@ -26,8 +26,8 @@ export function nodeFileFaults(timing: NodeFileTiming | undefined, source: strin
 }
 
 /**
- * The command line over the node file: its profile and seed win; its faults come first, then the
- * node file's for the methods the command line does not name.
+ * The command line over the node file: its profile and seed win; its faults are kept, and the
+ * node file's only for the methods the command line does not name.
  */
 export function withNodeFileTiming(commandLine: CallConditionsOptions, timing: NodeFileTiming | undefined, source: string): CallConditionsOptions {
   const fromFile = nodeFileFaults(timing, source);
