@@ -106,4 +106,27 @@ describe('a runtime with injected faults and latency, through the real crictl', 
     expect(event?.trim().split(/\s{2,}/)).to.deep.equal(['Warning', 'FailedCreatePodSandBox', event?.trim().split(/\s{2,}/)[2], 'kubelet', `Failed to create pod sandbox: rpc error: code = Unavailable desc = ${FAULT_TEXT}`]);
     await cli(['kubelet', 'delete', '-A', ...common]);
   });
+
+  it('our kubelet gives RunPodSandbox twice --runtime-request-timeout and PullImage no deadline, as the kubelet\'s CRI client does', async () => {
+    // Seed 4 on WINNODE1, linux-containerd: RunPodSandbox 435 ms (over 400 ms, under 800 ms),
+    // PullImage of nanoserver 1252 ms, CreateContainer 10 ms, StartContainer 43 ms.
+    rt = await startRuntime({ name: 'kubelet-deadlines', args: ['--latency-profile', 'linux-containerd', '--seed', '4'] });
+    const pod = join(rt.dir, 'nano.yaml');
+    writeFileSync(pod, [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata: { name: nano, namespace: default }',
+      'spec:',
+      '  containers:',
+      '    - { name: ping, image: "mcr.microsoft.com/windows/nanoserver:ltsc2019", command: [ping, -t, localhost] }',
+      '  nodeSelector: { kubernetes.io/os: windows }',
+      '',
+    ].join('\n'));
+    const common = ['--container-runtime-endpoint', rt.endpoint, '--root-dir', join(rt.dir, 'kubelet'), '--runtime-request-timeout', '400ms'];
+    const run = await cli(['kubelet', 'run', pod, '--cluster', join(repoRoot, 'examples', 'cluster'), ...common]);
+    expect(run.stdout.split('\n')[1]?.split(/\s{2,}/).slice(0, 3), run.stdout + run.stderr).to.deep.equal(['nano', '1/1', 'Running']);
+    const described = await cli(['kubelet', 'describe', '-A', ...common]);
+    expect(described.stdout).to.match(/Successfully pulled image "mcr\.microsoft\.com\/windows\/nanoserver:ltsc2019" in 1\.\d{3}s/);
+    await cli(['kubelet', 'delete', '-A', ...common]);
+  });
 });
