@@ -2,9 +2,10 @@ import { Command, Option } from 'commander';
 import type { AdMode } from '../demo/example-manifest.js';
 import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';
+import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
 
 
-interface DemoCommandOptions {
+interface DemoCommandOptions extends CallConditionFlags {
   keep?: boolean;
   example?: string;
   node?: string;
@@ -30,6 +31,7 @@ export function demoCommand(): Command {
     .option('--node <file>', "node file (default: the example's, else the embedded WINNODE1)")
     .addOption(new Option('--ad-mode <mode>', "override the example's AD mode").choices(['strict', 'realistic']))
     .option('--wide', 'never cut the MESSAGE column to fit the terminal');
+  addCallConditionFlags(command);
   addLogFlags(command, 'silent')
     .action(async (options: DemoCommandOptions) => {
       const { runDemo } = await import('../demo/demo-session.js');
@@ -42,6 +44,7 @@ export function demoCommand(): Command {
         ...(options.node === undefined ? {} : { node: options.node }),
         ...(options.adMode === undefined ? {} : { adMode: options.adMode }),
         ...(width === undefined ? {} : { tableWidth: width }),
+        callConditions: callConditionOptions(options),
       });
       process.exitCode = result.exitCode;
     });

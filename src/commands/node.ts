@@ -13,6 +13,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
+import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
 import type { V1Taint } from '@kubernetes/client-node';
 import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
@@ -56,7 +57,7 @@ export interface NodeModeOptions {
   logLevel: string;
 }
 
-interface NodeCommandOptions extends NodeModeOptions {
+interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   stateDir: string;
   nodeFile?: string;
   adMode: 'strict' | 'realistic';
@@ -311,6 +312,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         // Pod IPs are loopback: 127.10.0.0/16 for one node, a /24 of 127.11.0.0/16 upwards per node of several.
         podCidr: podCidr(i, names.length),
         windows: { node: directory, adMode: options.adMode, credentialSpecTransport: options.credspecTransport },
+        callConditions: callConditionOptions(options),
       });
       const server = new CriServer({ runtime, logger: runtimeLogger.child({ subsystem: 'cri' }) });
       try {
@@ -421,7 +423,8 @@ export function nodeCommand(): Command {
     .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
     .addOption(new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does').choices(['strict', 'realistic']).default('strict'))
     .addOption(new Option('--credspec-transport <transport>', 'how the credential spec reaches the runtime').choices(['file', 'registry']).default('file'))
-    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'));
+  addCallConditionFlags(command)
     .action(async (options: NodeCommandOptions) => {
       await runNodes(options);
     });

@@ -9,6 +9,7 @@ import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { untilSignal } from './shutdown-signal.js';
+import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
 
 export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/cri-winsim';
@@ -23,7 +24,7 @@ function parseIdleGcSeconds(value: string): number {
   return seconds;
 }
 
-export interface RuntimeCommandOptions {
+export interface RuntimeCommandOptions extends CallConditionFlags {
   listen: string;
   stateDir: string;
   node?: string;
@@ -55,6 +56,7 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
       credentialSpecTransport: options.credspecTransport,
       credentialSpecMetrics: metrics?.credentialSpecs,
     },
+    callConditions: { ...callConditionOptions(options), metrics: metrics?.callConditions },
   });
 }
 
@@ -144,6 +146,7 @@ export function runtimeCommand(): Command {
     .option('--streaming-address <host:port>', 'loopback address of the streaming server for exec, attach and port-forward (port 0: a free one)', '127.0.0.1:0')
     .option('--pod-cidr <cidr>', 'loopback range pod IPs come from (inside 127.0.0.0/8)', '127.10.0.0/16')
     .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)');
+  addCallConditionFlags(command);
   addLogFlags(command)
     .addOption(
       new Option('--idle-gc-seconds <seconds>', 'collect garbage once after this many seconds without a changing RPC (0: never)')
@@ -157,5 +160,6 @@ export function runtimeCommand(): Command {
   return withExamples(command, [
     ['Serve CRI on a socket in /tmp (crictl -r unix:///tmp/cri.sock …)', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim'],
     ['The realistic AD mode, klog text logs at debug level', 'cri-winsim runtime --ad-mode realistic --logging-format text --v 4'],
+    ['Windows Server 2019 timings; 30 % of StartContainer calls fail Unavailable (repeatable with --seed)', 'cri-winsim runtime --latency-profile windows-server-2019 --inject-fault StartContainer=Unavailable:0.3 --seed 7'],
   ]);
 }

@@ -40,14 +40,22 @@ function reportFailure(ctx: CallContext, log: Logger | undefined, method: string
   }
 }
 
+/** The call's deadline in milliseconds since the epoch; undefined when the client set none. */
+function deadlineOf(call: ServerUnaryCall<unknown, unknown>): number | undefined {
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
 /**
  * A unary handler: runs `run`, sends its result or the mapped status, and reports to the
- * observer. `run` validates its request and calls the runtime; it may throw or reject.
+ * observer. `run` validates its request and calls the runtime; it may throw or reject. It gets
+ * the call's deadline, for the runtime's simulated latency.
  */
 export function unary<Req, Res>(
   ctx: CallContext,
   method: string,
-  run: (request: Req) => Promise<Res>,
+  run: (request: Req, deadlineMs: number | undefined) => Promise<Res>,
   ids?: IdsOf<NoInfer<Req>>,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
@@ -59,7 +67,7 @@ export function unary<Req, Res>(
     }
     let pending: Promise<Res>;
     try {
-      pending = run(call.request);
+      pending = run(call.request, deadlineOf(call));
     } catch (err) {
       pending = Promise.reject(err);
     }

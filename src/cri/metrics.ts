@@ -27,6 +27,23 @@ export interface CredentialSpecMetrics {
   onRemoved(): void;
 }
 
+/**
+ * Counters of the latency and faults the runtime was asked to simulate (`--latency-profile`,
+ * `--inject-fault`); structurally src/runtime/call-conditions CallConditionCounters.
+ */
+export interface CallConditionMetrics {
+  /** A call of `method` failed with an injected fault; `code` as Go names it ('Unavailable'). */
+  onFaultInjected(method: string, code: string): void;
+  /** A call of `method` waited `seconds` of simulated latency. */
+  onLatencyInjected(method: string, seconds: number): void;
+}
+
+/** Go's name of a code ('DeadlineExceeded', 'Canceled') → grpc's constant ('DEADLINE_EXCEEDED', 'CANCELLED'). */
+function grpcConstantOfGoName(code: string): string {
+  if (code === 'Canceled') return 'CANCELLED';
+  return code.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
 export interface RuntimeMetricsOptions {
   /** Number of live pod sandboxes, read at scrape time. */
   liveSandboxes?: () => number;
@@ -85,6 +102,7 @@ export function grpcCodeName(code: number | string): string {
 export class RuntimeMetrics {
   readonly registry: Registry;
   readonly credentialSpecs: CredentialSpecMetrics;
+  readonly callConditions: CallConditionMetrics;
 
   private readonly operations: CounterType<'operation_type'>;
   private readonly durations: HistogramType<'operation_type'>;
@@ -167,6 +185,25 @@ export class RuntimeMetrics {
     this.credentialSpecs = {
       onWritten: () => written.inc(),
       onRemoved: () => removed.inc(),
+    };
+
+    const injectedFaults = new Counter({
+      name: `${METRIC_PREFIX}injected_faults_total`,
+      help: 'Runtime operations failed on purpose by --inject-fault, by operation type and gRPC status code.',
+      labelNames: ['operation_type', 'code'],
+      registers,
+    });
+    const injectedLatency = new Histogram({
+      name: `${METRIC_PREFIX}injected_latency_seconds`,
+      help: 'Simulated latency (--latency-profile) runtime operations waited before their work, by operation type.',
+      labelNames: ['operation_type'],
+      // As runtime_operations_duration_seconds: the kubelet's buckets, 5 ms growing by 2.5.
+      buckets: exponentialBuckets(0.005, 2.5, 14),
+      registers,
+    });
+    this.callConditions = {
+      onFaultInjected: (method, code) => injectedFaults.labels(operationType(method), grpcConstantOfGoName(code)).inc(),
+      onLatencyInjected: (method, seconds) => injectedLatency.labels(operationType(method)).observe(seconds),
     };
 
     if (options.processMetrics ?? true) {

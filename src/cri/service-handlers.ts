@@ -30,7 +30,7 @@ const NO_HANDLER = 'the runtime has no handler for it';
  */
 const CACHED_LISTS: Readonly<Record<string, string>> = { ListContainers: 'containers', ListPodSandbox: 'items' };
 
-type Method = (request: unknown) => Promise<unknown>;
+type Method = (request: unknown, deadlineMs?: number) => Promise<unknown>;
 
 /** Ids worth a log binding, from any request that carries them (only with debug logging on). */
 function requestIds(request: unknown): Record<string, unknown> {
@@ -56,12 +56,12 @@ function requestIds(request: unknown): Record<string, unknown> {
 function unaryHandler(ctx: CallContext, rpc: string, runtime: CriBackend, method: Method): handleUnaryCall<unknown, unknown> {
   const field = CACHED_LISTS[rpc];
   if (field !== undefined) {
-    return unary(ctx, rpc, async (request) => {
-      const response = (await method.call(runtime, request)) as Record<string, object[] | undefined>;
+    return unary(ctx, rpc, async (request, deadlineMs) => {
+      const response = (await method.call(runtime, request, deadlineMs)) as Record<string, object[] | undefined>;
       return encodedFromCache(field, response[field] ?? []);
     }, requestIds);
   }
-  return unary(ctx, rpc, (request) => method.call(runtime, request), requestIds);
+  return unary(ctx, rpc, (request, deadlineMs) => method.call(runtime, request, deadlineMs), requestIds);
 }
 
 /**

@@ -16,6 +16,12 @@ const STATUS_OF: Record<RuntimeErrorCode, status> = {
   Unavailable: status.UNAVAILABLE,
   Internal: status.INTERNAL,
   Unknown: status.UNKNOWN,
+  Canceled: status.CANCELLED,
+  PermissionDenied: status.PERMISSION_DENIED,
+  Aborted: status.ABORTED,
+  OutOfRange: status.OUT_OF_RANGE,
+  DataLoss: status.DATA_LOSS,
+  Unauthenticated: status.UNAUTHENTICATED,
 };
 
 /** Status names as Go's codes.Code.String() spells them (the labels the kubelet's metrics use). */

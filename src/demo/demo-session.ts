@@ -13,6 +13,7 @@ import { createCriClient } from '../cri/proto.js';
 import { CriServer } from '../cri/server.js';
 import { createLogger, silentLogger, type LogFormat, type Logger } from '../log.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
+import type { CallConditionsOptions } from '../runtime/call-conditions/call-conditions.js';
 import { loadExampleManifest, type AdMode, type ExampleManifest } from './example-manifest.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatReport } from './result-table.js';
@@ -31,6 +32,8 @@ export interface DemoOptions {
   readonly node?: string;
   /** AD mode overriding the example's. */
   readonly adMode?: AdMode;
+  /** `--latency-profile`, `--seed`, `--inject-fault` (the node file's `timing` fills in the rest). */
+  readonly callConditions?: CallConditionsOptions;
   /** Keep the runtime up after the table until `untilStopped` resolves (default: SIGINT/SIGTERM). */
   readonly keep?: boolean;
   /** Level of the runtime's own pino log on stderr (default `silent`). */
@@ -130,6 +133,7 @@ async function openRuntime(stateDir: string, manifest: ExampleManifest, options:
       adMode: options.adMode ?? manifest.adMode,
       credentialSpecTransport: 'file',
     },
+    ...(options.callConditions === undefined ? {} : { callConditions: options.callConditions }),
   });
 }
 

@@ -189,7 +189,9 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
     await mkdir(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
     // Sent in turn: the runtime hands out pod IPs in the order sandboxes are asked for.
     await options.sandboxTurn?.take();
-    const sent = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, call);
+    // Twice the request timeout, as the kubelet's CRI client gives sandbox creation
+    // (cri-client v0.34 pkg/remote_runtime.go RunPodSandbox: `r.timeout * 2`).
+    const sent = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, { timeoutMs: 2 * call.timeoutMs });
     options.sandboxTurn?.release();
     sandboxId = (await sent).pod_sandbox_id;
   } catch (err) {
@@ -324,7 +326,9 @@ async function ensureImage(
   event('Normal', 'Pulling', `Pulling image ${JSON.stringify(image)}`);
   const began = Date.now();
   try {
-    const pull = unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, call);
+    // No deadline: the kubelet's CRI client pulls with a cancellable context only
+    // (cri-client v0.34 pkg/remote_image.go PullImage), however long a large image takes.
+    const pull = unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, { timeoutMs: Infinity });
     await (pulls !== undefined && policy !== 'Always' ? pulls.track(image, pull) : pull);
   } catch (err) {
     const message = `Failed to pull image ${JSON.stringify(image)}: ${grpcErrorString(err)}`;

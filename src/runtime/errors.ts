@@ -14,7 +14,14 @@ export type RuntimeErrorCode =
   | 'Unimplemented'
   | 'Unavailable'
   | 'Internal'
-  | 'Unknown';
+  | 'Unknown'
+  // The other gRPC codes: only --inject-fault raises them (call-conditions/fault-spec.ts).
+  | 'Canceled'
+  | 'PermissionDenied'
+  | 'Aborted'
+  | 'OutOfRange'
+  | 'DataLoss'
+  | 'Unauthenticated';
 
 export class RuntimeError extends Error {
   readonly code: RuntimeErrorCode;

@@ -21,6 +21,9 @@ import { StreamingServer, parseStreamingAddress } from './streaming/streaming-se
 import { registerBuiltinCommands } from './process/builtin-commands.js';
 import { CommandRegistry } from './process/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
+import { CallConditions, type CallConditionsOptions } from './call-conditions/call-conditions.js';
+import { withNodeFileTiming } from './call-conditions/node-file-timing.js';
+import { normaliseImageReference } from './images/reference.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
 import { ContainerStore } from './store/container-store.js';
 import { Interner } from './store/intern.js';
@@ -56,6 +59,11 @@ export interface NodeRuntimeOptions {
   runtimeVersion?: string;
   /** Options of the Windows path (node file, AD mode, credential spec transport, test faults). */
   windows?: WindowsRuntimeOptions;
+  /**
+   * `--latency-profile`, `--seed`, `--inject-fault` (docs/latency-and-faults.md); the node file's
+   * `timing` section fills in what these leave out.
+   */
+  callConditions?: CallConditionsOptions;
 }
 
 /**
@@ -73,6 +81,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   private constructor(
     private readonly ctx: RuntimeContext,
     private readonly listeners: Set<(ev: ContainerEventResponse) => void>,
+    private readonly conditions: CallConditions | undefined,
   ) {
     super();
   }
@@ -145,7 +154,19 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         }
       },
     };
-    const runtime = new NodeRuntime(ctx, listeners);
+    const node = preparedWindows.node;
+    const conditions = new CallConditions(withNodeFileTiming(options.callConditions ?? {}, node.file.timing, node.source), node.name, (image) => {
+      try {
+        const reference = normaliseImageReference(image);
+        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.resolve(reference)?.size;
+      } catch {
+        return undefined;
+      }
+    });
+    if (conditions.active) {
+      logger.info({ latencyProfile: conditions.profile.name, seed: conditions.seed, faults: conditions.faultSpecs() }, 'simulating call latency and faults');
+    }
+    const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined);
     for (const ref of options.preloadImages ?? []) {
       await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
         image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
@@ -161,6 +182,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.conditions?.close();
     const containers = [...this.ctx.containers.all()];
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
@@ -187,8 +209,14 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     return this.ctx;
   }
 
-  protected async serve(rpc: string, handler: AnyRpcHandler, request: unknown): Promise<unknown> {
+  protected async serve(rpc: string, handler: AnyRpcHandler, request: unknown, deadlineMs?: number): Promise<unknown> {
     if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
+    // Latency and faults asked for (--latency-profile, --inject-fault): before the handler, so a
+    // failed call has done nothing.
+    if (this.conditions !== undefined) {
+      await this.conditions.apply(rpc, request, deadlineMs);
+      if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
+    }
     this.ctx.load.enter();
     try {
       return await handler(this.ctx, request as never);

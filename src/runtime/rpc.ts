@@ -22,10 +22,12 @@ export type RpcHandlers = { readonly [M in UnaryRpc]?: RpcHandler<M> };
 
 /**
  * The methods of a runtime that serves `T`: one per RPC, named after it in lowerCamelCase
- * ('runPodSandbox'), taking the decoded request and resolving with the response.
+ * ('runPodSandbox'), taking the decoded request and resolving with the response. `deadlineMs`
+ * is when the caller stops waiting (milliseconds since the epoch; the gRPC edge passes the
+ * call's deadline), for the work a runtime does before its handler (simulated latency).
  */
 export type RpcMethods<T extends RpcHandlers> = {
-  [M in keyof T & UnaryRpc as Uncapitalize<M>]: (request: RpcRequest<M>) => Promise<RpcResponse<M>>;
+  [M in keyof T & UnaryRpc as Uncapitalize<M>]: (request: RpcRequest<M>, deadlineMs?: number) => Promise<RpcResponse<M>>;
 };
 
 /** A handler of some RPC, as the delegation below stores it. */
@@ -34,7 +36,7 @@ export type AnyRpcHandler = (ctx: RuntimeContext, request: never) => unknown;
 /** What every RPC method of a runtime goes through. */
 export abstract class RpcServer {
   /** Serves one call of `rpc` with its handler: the part common to every RPC (state, load, errors). */
-  protected abstract serve(rpc: string, handler: AnyRpcHandler, request: unknown): Promise<unknown>;
+  protected abstract serve(rpc: string, handler: AnyRpcHandler, request: unknown, deadlineMs?: number): Promise<unknown>;
 }
 
 /** 'RunPodSandbox' → 'runPodSandbox', as `Uncapitalize` does it for the types. */
@@ -52,8 +54,8 @@ export function rpcServerClass<T extends RpcHandlers>(handlers: T): abstract new
     static {
       for (const [rpc, handler] of Object.entries(handlers) as [string, AnyRpcHandler][]) {
         Object.defineProperty(this.prototype, rpcMethodName(rpc), {
-          value: function delegate(this: Delegating, request: unknown): Promise<unknown> {
-            return this.serve(rpc, handler, request);
+          value: function delegate(this: Delegating, request: unknown, deadlineMs?: number): Promise<unknown> {
+            return this.serve(rpc, handler, request, deadlineMs);
           },
           writable: false,
           enumerable: false,

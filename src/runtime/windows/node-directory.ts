@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
+import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
 import { DEFAULT_NODE_FILE } from './default-node.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
@@ -62,6 +63,8 @@ export interface NodeFile {
     localGroups?: string[];
   };
   domains: DomainSpec[];
+  /** How long the node's CRI calls take and which fail (call-conditions/node-file-timing.ts). */
+  timing?: NodeFileTiming;
 }
 
 /** A principal as a (domain, account) pair; domain is a DomainSpec of this node file. */
@@ -256,6 +259,7 @@ export function validateNodeFile(data: unknown, source: string): NodeFile {
   }
   const file = data as NodeFile;
   checkNodeFileConsistency(file, source);
+  nodeFileFaults(file.timing, source);
   return file;
 }
 

@@ -1,0 +1,132 @@
+// `cri-winsim runtime --inject-fault … --latency-profile …` as real clients see it: the command
+// line's usage errors (exit 2), crictl's output for an injected fault and for a delay past its
+// deadline (crictl v1.34: `run pod sandbox: rpc error: code = … desc = …`, the text of grpc-go's
+// status.Error; DeadlineExceeded's desc is grpc-go's own "context deadline exceeded"), the
+// counters on /metrics, and what our kubelet makes of a failed RunPodSandbox (the event reason and
+// message of kubernetes v1.34 pkg/kubelet/kuberuntime/kuberuntime_manager.go createPodSandbox:
+// FailedCreatePodSandBox, "Failed to create pod sandbox: %v").
+import { expect } from 'chai';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
+import { runCrictl } from '../support/crictl.js';
+import { cliPath, repoRoot, requireCriTool } from '../support/paths.js';
+import { runProcess } from '../support/process.js';
+import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
+
+const FAULT_TEXT = 'fault injected by cri-winsim (--inject-fault RunPodSandbox=Unavailable): RunPodSandbox failed before doing anything';
+
+function cli(args: string[], killAfterMs = 30_000) {
+  return runProcess(process.execPath, [...NODE_FLAGS, cliPath, ...args], { cwd: repoRoot, killAfterMs });
+}
+
+async function metricsText(rt: RuntimeHandle): Promise<string> {
+  const url = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(rt.output())?.[1];
+  if (url === undefined) throw new Error(`no metrics URL in the runtime's output:\n${rt.output()}`);
+  return (await fetch(url)).text();
+}
+
+function podConfig(rt: RuntimeHandle, name: string): string {
+  const logs = join(rt.dir, 'pod-logs');
+  mkdirSync(logs, { recursive: true });
+  const file = join(rt.dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ metadata: { name, namespace: 'default', uid: `${name}-uid`, attempt: 0 }, log_directory: logs, linux: {} }));
+  return file;
+}
+
+describe('latency and faults on the command line', function () {
+  this.timeout(60_000);
+
+  const usage: Array<[string[], string]> = [
+    [['runtime', '--inject-fault', 'StartContainers=Unavailable'], `error: option '--inject-fault <METHOD=CODE[:RATE][:MESSAGE]>' argument 'StartContainers=Unavailable' is invalid. unknown CRI method "StartContainers"; valid methods: Version, Status, RuntimeConfig, UpdateRuntimeConfig, RunPodSandbox, StopPodSandbox, RemovePodSandbox, PodSandboxStatus, ListPodSandbox, UpdatePodSandboxResources, CreateContainer, StartContainer, StopContainer, RemoveContainer, ContainerStatus, ListContainers, UpdateContainerResources, ReopenContainerLog, ExecSync, Exec, Attach, PortForward, ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats, ListMetricDescriptors, ListPodSandboxMetrics, ListImages, ImageStatus, PullImage, RemoveImage, ImageFsInfo`],
+    [['node', '--inject-fault', 'StartContainer=Busy'], `error: option '--inject-fault <METHOD=CODE[:RATE][:MESSAGE]>' argument 'StartContainer=Busy' is invalid. unknown gRPC code "Busy"; valid codes: Canceled, Unknown, InvalidArgument, DeadlineExceeded, NotFound, AlreadyExists, PermissionDenied, ResourceExhausted, FailedPrecondition, Aborted, OutOfRange, Unimplemented, Internal, Unavailable, DataLoss, Unauthenticated (any case, or 1 to 16)`],
+    [['demo', '--inject-fault', 'StartContainer=Unavailable:1.5'], `error: option '--inject-fault <METHOD=CODE[:RATE][:MESSAGE]>' argument 'StartContainer=Unavailable:1.5' is invalid. rate 1.5 is not a number from 0 to 1`],
+    [['runtime', '--latency-profile', 'windows-server-2016'], `error: option '--latency-profile <profile>' argument 'windows-server-2016' is invalid. Allowed choices are none, windows-server-2019, windows-server-2022, linux-containerd.`],
+    [['node', '--seed', '1e3'], `error: option '--seed <n>' argument '1e3' is invalid. --seed must be a whole number from 0 to 4294967295, not "1e3"`],
+  ];
+  for (const [args, text] of usage) {
+    it(`\`cri-winsim ${args.join(' ')}\` is a usage error (exit 2) that says why`, async () => {
+      const result = await cli(args);
+      expect(result.code).to.equal(2);
+      expect(result.stderr.split('\n')[0]).to.equal(text);
+    });
+  }
+});
+
+describe('a runtime with injected faults and latency, through the real crictl', function () {
+  this.timeout(60_000);
+  let rt: RuntimeHandle | undefined;
+  afterEach(async () => {
+    await rt?.stop();
+    rt = undefined;
+  });
+
+  it('--inject-fault RunPodSandbox=Unavailable: crictl runp fails with the status, nothing is created, /metrics counts it', async function () {
+    requireCriTool(this, 'crictl');
+    rt = await startRuntime({ name: 'inject-fault', args: ['--inject-fault', 'RunPodSandbox=Unavailable', '--metrics-addr', '127.0.0.1:0'] });
+    const result = await runCrictl(rt, ['runp', podConfig(rt, 'faulty')], { check: false });
+    expect(result.code).to.equal(1);
+    const fatal = result.stderr.split('\n').find((l) => l.includes('level=fatal'));
+    expect(fatal).to.match(new RegExp(`level=fatal msg="run pod sandbox: rpc error: code = Unavailable desc = ${FAULT_TEXT.replace(/[()]/g, '\\$&')}"$`));
+    expect((await runCrictl(rt, ['pods', '-q'])).stdout.trim()).to.equal('');
+    const text = await metricsText(rt);
+    expect(text).to.include('cri_winsim_injected_faults_total{operation_type="run_podsandbox",code="UNAVAILABLE"} 1');
+    expect(text).to.include('cri_winsim_runtime_operations_errors_total{operation_type="run_podsandbox",code="UNAVAILABLE"} 1');
+  });
+
+  it('--latency-profile windows-server-2019 --seed 7: a RunPodSandbox longer than crictl\'s deadline is DeadlineExceeded and never creates the sandbox', async function () {
+    requireCriTool(this, 'crictl');
+    rt = await startRuntime({ name: 'latency', args: ['--latency-profile', 'windows-server-2019', '--seed', '7', '--metrics-addr', '127.0.0.1:0'] });
+    // Seed 7 on WINNODE1 draws 1.84 s for the first RunPodSandbox; crictl gives RunPodSandbox
+    // twice its --timeout (cri-client remote_runtime.go), 1 s here.
+    const late = await runCrictl(rt, ['runp', podConfig(rt, 'slow')], { check: false, callTimeout: '500ms' });
+    expect(late.code).to.equal(1);
+    expect(late.stderr).to.include('level=fatal msg="run pod sandbox: rpc error: code = DeadlineExceeded desc = context deadline exceeded"');
+    // Past the whole delay, the abandoned call has still created nothing.
+    await sleep(1_500);
+    expect((await runCrictl(rt, ['pods', '-q'])).stdout.trim()).to.equal('');
+    const created = await runCrictl(rt, ['runp', podConfig(rt, 'patient')], { callTimeout: '20s' });
+    expect(created.stdout.trim()).to.match(/^[0-9a-f]{64}$/);
+    const text = await metricsText(rt);
+    expect(text).to.include('cri_winsim_injected_latency_seconds_count{operation_type="run_podsandbox"} 2');
+    expect(text).to.include('cri_winsim_runtime_operations_errors_total{operation_type="run_podsandbox",code="DEADLINE_EXCEEDED"} 1');
+  });
+
+  it('our kubelet reports a RunPodSandbox fault as the kubelet does: FailedCreatePodSandBox, containers waiting in ContainerCreating', async () => {
+    rt = await startRuntime({ name: 'kubelet-fault', args: ['--inject-fault', 'RunPodSandbox=Unavailable'] });
+    const common = ['--container-runtime-endpoint', rt.endpoint, '--root-dir', join(rt.dir, 'kubelet')];
+    const run = await cli(['kubelet', 'run', join(repoRoot, 'examples', 'pods', 'gmsa-pod-level.yaml'), '--cluster', join(repoRoot, 'examples', 'cluster'), ...common]);
+    expect(run.stdout.split('\n').slice(0, 2).map((l) => l.split(/\s{2,}/).slice(0, 4))).to.deep.equal([
+      ['NAME', 'READY', 'STATUS', 'RESTARTS'],
+      ['webapp-gmsa', '0/2', 'ContainerCreating', '0'],
+    ]);
+    const described = await cli(['kubelet', 'describe', '-A', ...common]);
+    const event = described.stdout.split('\n').find((l) => l.includes('FailedCreatePodSandBox'));
+    expect(event?.trim().split(/\s{2,}/)).to.deep.equal(['Warning', 'FailedCreatePodSandBox', event?.trim().split(/\s{2,}/)[2], 'kubelet', `Failed to create pod sandbox: rpc error: code = Unavailable desc = ${FAULT_TEXT}`]);
+    await cli(['kubelet', 'delete', '-A', ...common]);
+  });
+
+  it('our kubelet gives RunPodSandbox twice --runtime-request-timeout and PullImage no deadline, as the kubelet\'s CRI client does', async () => {
+    // Seed 4 on WINNODE1, linux-containerd: RunPodSandbox 435 ms (over 400 ms, under 800 ms),
+    // PullImage of nanoserver 1252 ms, CreateContainer 10 ms, StartContainer 43 ms.
+    rt = await startRuntime({ name: 'kubelet-deadlines', args: ['--latency-profile', 'linux-containerd', '--seed', '4'] });
+    const pod = join(rt.dir, 'nano.yaml');
+    writeFileSync(pod, [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata: { name: nano, namespace: default }',
+      'spec:',
+      '  containers:',
+      '    - { name: ping, image: "mcr.microsoft.com/windows/nanoserver:ltsc2019", command: [ping, -t, localhost] }',
+      '  nodeSelector: { kubernetes.io/os: windows }',
+      '',
+    ].join('\n'));
+    const common = ['--container-runtime-endpoint', rt.endpoint, '--root-dir', join(rt.dir, 'kubelet'), '--runtime-request-timeout', '400ms'];
+    const run = await cli(['kubelet', 'run', pod, '--cluster', join(repoRoot, 'examples', 'cluster'), ...common]);
+    expect(run.stdout.split('\n')[1]?.split(/\s{2,}/).slice(0, 3), run.stdout + run.stderr).to.deep.equal(['nano', '1/1', 'Running']);
+    const described = await cli(['kubelet', 'describe', '-A', ...common]);
+    expect(described.stdout).to.match(/Successfully pulled image "mcr\.microsoft\.com\/windows\/nanoserver:ltsc2019" in 1\.\d{3}s/);
+    await cli(['kubelet', 'delete', '-A', ...common]);
+  });
+});
