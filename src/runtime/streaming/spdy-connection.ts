@@ -30,6 +30,7 @@ const enum FrameType {
 
 const FLAG_FIN = 0x01;
 const EMPTY = Buffer.alloc(0);
+const DATA_HEADER_BYTES = 8;
 /** RST_STREAM status codes (SPDY/3 §2.6.3). */
 export const RstStatus = { PROTOCOL_ERROR: 1, INVALID_STREAM: 2, REFUSED_STREAM: 3, CANCEL: 5, INTERNAL_ERROR: 6, FRAME_TOO_LARGE: 11 } as const;
 const GOAWAY_OK = 0;
@@ -198,6 +199,23 @@ export class SpdyStream extends EventEmitter {
     return ok;
   }
 
+  /** Bytes writeFramed needs in front of the payload: the DATA frame's header. */
+  readonly headroom = DATA_HEADER_BYTES;
+
+  /**
+   * Sends `frame.subarray(8)` as one DATA frame, writing its header into `frame`'s first 8 bytes
+   * (no copy, one write); `done` runs once `frame` may be reused. The payload must fit one frame.
+   */
+  writeFramed(frame: Buffer, done: () => void): boolean {
+    if (!this.writable) {
+      done();
+      return false;
+    }
+    frame.writeUInt32BE(this.id & 0x7fffffff, 0);
+    frame.writeUInt32BE(frame.length - DATA_HEADER_BYTES, 4);
+    return this.connection.sendRaw(frame, done);
+  }
+
   /** Calls fn once the connection's socket has room again (after write returned false). */
   connectionDrain(fn: () => void): void {
     this.connection.once('drain', fn);
@@ -272,6 +290,8 @@ export class SpdyConnection extends EventEmitter {
   private readonly inbox: Frame[] = [];
   private pumping = false;
   private readonly outbox: (Buffer | Promise<Buffer>)[] = [];
+  /** Callbacks of queued frames, run once the socket took them (or the connection is gone). */
+  private readonly callbacks = new Map<Buffer | Promise<Buffer>, () => void>();
   private sending = false;
   private lastStreamId = 0;
   closed = false;
@@ -300,10 +320,13 @@ export class SpdyConnection extends EventEmitter {
   }
 
   /** @internal */
-  sendRaw(frame: Buffer | Promise<Buffer>): boolean {
-    if (this.closed) return false;
-    if (this.outbox.length === 0 && !this.sending && frame instanceof Buffer) this.socket.write(frame);
-    else this.queue(frame);
+  sendRaw(frame: Buffer | Promise<Buffer>, written?: () => void): boolean {
+    if (this.closed) {
+      written?.();
+      return false;
+    }
+    if (this.outbox.length === 0 && !this.sending && frame instanceof Buffer) this.socket.write(frame, written);
+    else this.queue(frame, written);
     return this.socket.writableLength < SOCKET_HIGH_WATER;
   }
 
@@ -329,8 +352,9 @@ export class SpdyConnection extends EventEmitter {
     return this.socket.writableLength < SOCKET_HIGH_WATER;
   }
 
-  private queue(frame: Buffer | Promise<Buffer>): void {
+  private queue(frame: Buffer | Promise<Buffer>, written?: () => void): void {
     this.outbox.push(frame);
+    if (written !== undefined) this.callbacks.set(frame, written);
     if (!this.sending) void this.flushOutbox();
   }
 
@@ -340,8 +364,11 @@ export class SpdyConnection extends EventEmitter {
     try {
       while (this.outbox.length > 0 && !this.closed) {
         const next = this.outbox.shift() as Buffer | Promise<Buffer>;
+        const written = this.callbacks.get(next);
+        this.callbacks.delete(next);
         const frame = next instanceof Buffer ? next : await next;
-        if (!this.closed) this.socket.write(frame);
+        if (!this.closed) this.socket.write(frame, written);
+        else written?.();
       }
     } catch (err) {
       this.destroy(err instanceof Error ? err : new Error(String(err)));
@@ -386,6 +413,9 @@ export class SpdyConnection extends EventEmitter {
     this.streams.clear();
     this.inbox.length = 0;
     this.outbox.length = 0;
+    const callbacks = [...this.callbacks.values()];
+    this.callbacks.clear();
+    for (const written of callbacks) written();
     this.emit('close', err);
   }
 

@@ -4,6 +4,13 @@ import type { WebSocket } from 'ws';
 /** What port-forward needs of a stream: SpdyStream has it, and so does a WebSocket channel. */
 export interface PortStream {
   write(data: Buffer | string): boolean;
+  /** Bytes writeFramed needs in front of the payload (the transport's frame header). */
+  readonly headroom: number;
+  /**
+   * Sends `frame.subarray(headroom)`, using the first headroom bytes for the transport's header
+   * (no copy); `done` runs once `frame` may be reused (written, or dropped).
+   */
+  writeFramed(frame: Buffer, done: () => void): boolean;
   end(data?: Buffer | string): void;
   reset(): void;
   connectionDrain(fn: () => void): void;
@@ -38,9 +45,10 @@ export class SendWindow {
   }
 
   /** Sends one binary message; false when writers should wait for onDrain. */
-  send(message: Buffer): boolean {
+  send(message: Buffer, written?: () => void): boolean {
     this.queued += message.length;
     this.socket.send(message, { binary: true }, () => {
+      written?.();
       this.queued -= message.length;
       if (this.queued <= this.highWater / 2 && this.waiters.length > 0) this.wake();
     });
@@ -79,6 +87,17 @@ class WebSocketChannel extends EventEmitter implements PortStream {
     message[0] = this.id;
     bytes.copy(message, 1);
     return this.flow.send(message);
+  }
+
+  readonly headroom = 1;
+
+  writeFramed(frame: Buffer, done: () => void): boolean {
+    if (this.closedLocal || this.socket.readyState !== this.socket.OPEN) {
+      done();
+      return false;
+    }
+    frame[0] = this.id;
+    return this.flow.send(frame, done);
   }
 
   end(data?: Buffer | string): void {
