@@ -140,11 +140,20 @@ async function main(): Promise<void> {
     };
     const kinds = (['direct', 'webSocket', 'crictlSpdy'] as const).filter((k) => k !== 'crictlSpdy' || localPort !== 0);
     const table: Record<string, number[]> = { direct: [], webSocket: [], crictlSpdy: [] };
+    // CPU time of this process (the runtime) per run: the forwarding's cost, which the load of a
+    // shared machine moves much less than it moves MB/s. The direct run's is the bench's own
+    // (spawning the reader), which the forwarded runs include as well.
+    const cpuMs: Record<string, number[]> = { direct: [], webSocket: [], crictlSpdy: [] };
     const ratios: Record<string, number[]> = { webSocket: [], crictlSpdy: [] };
     for (let r = 0; r < rounds; r++) {
       const order = kinds.map((_, i) => kinds[(i + r) % kinds.length] as (typeof kinds)[number]);
       const got: Partial<Record<string, number>> = {};
-      for (const kind of order) got[kind] = await runs[kind]();
+      for (const kind of order) {
+        const cpu = process.cpuUsage();
+        got[kind] = await runs[kind]();
+        const used = process.cpuUsage(cpu);
+        cpuMs[kind]?.push(Math.round((used.user + used.system) / 1000));
+      }
       for (const kind of kinds) table[kind]?.push(round2(got[kind] as number));
       for (const kind of kinds) if (kind !== 'direct') ratios[kind]?.push(round2((got[kind] as number) / (got['direct'] as number)));
     }
@@ -155,12 +164,14 @@ async function main(): Promise<void> {
         payloadMiB: payload / (1024 * 1024),
         rounds,
         MBps: table,
+        runtimeCpuMs: cpuMs,
         ratioToDirect: ratios,
         median: {
           directMBps: round2(median(table['direct'] ?? [])),
           webSocketMBps: round2(median(table['webSocket'] ?? [])),
           webSocketRatio: round2(median(ratios['webSocket'] ?? [])),
           ...(localPort === 0 ? {} : { crictlSpdyMBps: round2(median(table['crictlSpdy'] ?? [])), crictlSpdyRatio: round2(median(ratios['crictlSpdy'] ?? [])) }),
+          runtimeCpuMs: Object.fromEntries(kinds.map((k) => [k, median(cpuMs[k] ?? [])])),
         },
         target: 0.5,
       },
