@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import type { PortForwardRequest__Output } from '../generated/runtime/v1/PortForwardRequest.js';
 import type { PortForwardResponse } from '../generated/runtime/v1/PortForwardResponse.js';
 import { RuntimeError } from './errors.js';
+import { podListenAddress } from './network/host-network.js';
 import type { RpcHandlers } from './rpc.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { SandboxState } from './store/sandbox-store.js';
@@ -35,7 +36,8 @@ export function forwardPort(ctx: RuntimeContext, sandboxId: string, port: number
     return;
   }
   const reader = new FramedReader(data);
-  const socket: Socket = connect({ host: sandbox.ip, port, onread: { buffer: () => reader.nextBuffer(), callback: (n) => reader.onRead(n, socket) } });
+  const address = podListenAddress(sandbox);
+  const socket: Socket = connect({ host: address, port, onread: { buffer: () => reader.nextBuffer(), callback: (n) => reader.onRead(n, socket) } });
   const connections = ctx.network.forwards.of(sandboxId);
   connections.add(socket);
   let connected = false;
@@ -45,7 +47,7 @@ export function forwardPort(ctx: RuntimeContext, sandboxId: string, port: number
   socket.on('error', (err: NodeJS.ErrnoException) => {
     if (!connected) {
       const why = err.code === 'ECONNREFUSED' ? 'connect: connection refused' : err.message;
-      fail(`dial tcp4 ${sandbox.ip}:${port}: ${why}`);
+      fail(`dial tcp4 ${address}:${port}: ${why}`);
     } else {
       data.reset();
     }
