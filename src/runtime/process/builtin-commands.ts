@@ -297,7 +297,8 @@ const NGINX_SITE_CONF = '/etc/nginx/conf.d/default.conf';
  */
 function nginxListenPort(ctx: CommandContext): number {
   const conf = ctx.target.files.get(NGINX_SITE_CONF) ?? imageFile(ctx.target.ociSpec.annotations['io.kubernetes.cri.image-name'] ?? '', NGINX_SITE_CONF);
-  const port = Number(/^\s*listen\s+(?:[^\s;]+:)?(\d{1,5})\b[^;]*;/m.exec(conf ?? '')?.[1] ?? 80);
+  // The first `listen [address:]port …;` outside comments.
+  const port = Number(/(?:^|[\s{;])listen\s+(?:[^\s;]+:)?(\d{1,5})\b[^;]*;/.exec((conf ?? '').replace(/#.*$/gm, ''))?.[1] ?? 80);
   return port >= 1 && port <= 65535 ? port : 80;
 }
 

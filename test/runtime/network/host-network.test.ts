@@ -1,6 +1,7 @@
 // Pods in the node's network (hostNetwork): their servers listen on the node's address
 // (127.0.0.1 here) and PortForward connects there, as critest's "portforward in host network"
-// (cri-tools v1.34.0 pkg/validate/streaming_linux.go) expects of hostnet-nginx on port 12003.
+// (cri-tools v1.34.0 pkg/validate/streaming_linux.go) expects of hostnet-nginx (port 12003; the
+// critest e2e runs that spec itself).
 import { expect } from 'chai';
 import { connect } from 'node:net';
 import { WebSocket } from 'ws';
@@ -52,14 +53,19 @@ describe('runtime: pods in the node\'s network', function () {
     expect(imageFile('registry.k8s.io/e2e-test-images/nginx:1.14-2', '/etc/nginx/conf.d/default.conf')).to.equal(undefined);
   });
 
-  it('serves hostnet-nginx on 127.0.0.1:12003 and port-forwards to it there', async () => {
+  it('serves nginx of a host-network pod on 127.0.0.1 and port-forwards to it there', async () => {
+    // The port comes from the container's own site configuration (written before nginx starts),
+    // not hostnet-nginx's 12003: a critest run on this machine may hold that one.
+    const port = 20000 + Math.floor(Math.random() * 20000);
     await pull(fx.runtime, HOSTNET_NGINX);
     const sandbox = await runSandbox(fx.runtime, { linux: { cgroup_parent: '', security_context: { namespace_options: { network: NODE, pid: 0, ipc: 0, target_id: '', userns_options: null } } } as never });
-    const container = await createContainer(fx.runtime, sandbox, {}, HOSTNET_NGINX);
+    const container = await createContainer(fx.runtime, sandbox, {
+      command: ['sh', '-c', `echo 'server { listen ${port}; }' > /etc/nginx/conf.d/default.conf; nginx -g 'daemon off;'`],
+    }, HOSTNET_NGINX);
     await fx.runtime.startContainer({ container_id: container });
     let page: Response | undefined;
     for (let i = 0; i < 50 && page === undefined; i++) {
-      page = await fetch('http://127.0.0.1:12003/').catch(async () => {
+      page = await fetch(`http://127.0.0.1:${port}/`, { headers: { Connection: 'close' } }).catch(async () => {
         await new Promise((r) => setTimeout(r, 100));
         return undefined;
       });
@@ -67,14 +73,14 @@ describe('runtime: pods in the node\'s network', function () {
     expect(page?.status).to.equal(200);
     expect(page?.headers.get('server')).to.equal('nginx/1.25.0');
     expect(await page?.text()).to.contain('Welcome to nginx!');
-    const url = (await fx.runtime.portForward({ pod_sandbox_id: sandbox.id, port: [12003] })).url ?? '';
+    const url = (await fx.runtime.portForward({ pod_sandbox_id: sandbox.id, port: [port] })).url ?? '';
     const answer = await getThroughPortForward(url);
     expect(answer).to.match(/^HTTP\/1\.1 200 OK\r\n/);
     expect(answer).to.contain('Welcome to nginx!');
     // Stopping the pod ends nginx and frees the node's port.
     await fx.runtime.stopPodSandbox({ pod_sandbox_id: sandbox.id });
     const after = await new Promise<string>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port: 12003 });
+      const socket = connect({ host: '127.0.0.1', port });
       socket.on('connect', () => { socket.destroy(); resolve('connected'); });
       socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
     });
