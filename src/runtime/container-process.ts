@@ -9,6 +9,7 @@ import { containerPlatform, windowsIdentity } from './container-start-windows.js
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
+import { podListenAddress } from './network/host-network.js';
 
 /**
  * What commands of a container see of it (start and exec share it). A class, not a literal with a
@@ -38,7 +39,8 @@ class ContainerExecutionTarget implements ExecutionTarget {
     this.ociSpec = spec;
     this.user = container.user;
     this.platform = merged(containerPlatform(ctx, container), {
-      podIp: sandbox?.ip ?? '',
+      // Where its servers listen: the pod IP, or the node's address in the node's network.
+      podIp: sandbox === undefined ? '' : podListenAddress(sandbox),
       stdinOpen: ctx.containers.configOf(container).stdin,
       ...(stdin === undefined ? {} : { [CONTAINER_STDIN_KEY]: stdin }),
     });

@@ -77,6 +77,10 @@ export const CRITEST_SPECS: readonly CritestSpec[] = [
     'runtime should support attach [Conformance]',
     'runtime should support portforward [Conformance]',
   ]),
+  // pkg/validate/streaming_linux.go: nginx listening on 12003 in the node's network (127.0.0.1)
+  ...specs(STREAMING, [
+    'runtime should support portforward in host network',
+  ]),
   // pkg/validate/networking.go: web servers on the pod IP and host ports on 127.0.0.1
   ...specs(NETWORKING, [
     'runtime should support DNS config [Conformance]',

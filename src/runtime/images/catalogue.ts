@@ -32,6 +32,8 @@ interface CatalogueEntry {
   digest?: string;
   size: number;
   config: Partial<ImageConfig> & Pick<ImageConfig, 'os'>;
+  /** Files of the image that its simulated programs read (an nginx configuration). */
+  files?: Readonly<Record<string, string>>;
 }
 
 const LINUX_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -91,6 +93,11 @@ const ENTRIES: CatalogueEntry[] = [
   { repository: `${STAGING}/test-image-user-uid-group`, tags: ['latest'], size: 1_362_603, config: { os: 'linux', cmd: ['sh'], user: '1003:1003' } },
   { repository: `${STAGING}/test-image-user-username-group`, tags: ['latest'], size: 1_362_604,
     config: { os: 'linux', cmd: ['sh'], user: 'www-data:www-data' } },
+  // critest's hostnet-nginx (cri-tools images/hostnet-nginx): nginx 1.25.0 whose server listens
+  // on 12003, so that it can run in the node's network (pkg/validate/streaming_linux.go).
+  ...['amd64', 'arm64'].map((arch): CatalogueEntry => ({ repository: `${STAGING}/hostnet-nginx-${arch}`, tags: ['latest'], size: 70_567_890,
+    config: { os: 'linux', cmd: ['nginx', '-g', 'daemon off;'], stopSignal: 'SIGQUIT', env: [LINUX_PATH, 'NGINX_VERSION=1.25.0'] },
+    files: { '/etc/nginx/conf.d/default.conf': 'server {\n    listen       12003;\n    server_name  localhost;\n\n    location / {\n        root   /usr/share/nginx/html;\n        index  index.html index.htm;\n    }\n}\n' } })),
   { repository: `${STAGING}/test-image-predefined-group`, tags: ['latest'], size: 1_362_605, config: { os: 'linux', cmd: ['sh'], user: '1000' } },
 ];
 
@@ -135,6 +142,27 @@ export class SimulatedRegistry {
   references(): string[] {
     return [...this.byRef.keys()].filter((k) => !k.includes('@'));
   }
+}
+
+/**
+ * A file of a catalogue image (`reference` as a container's `io.kubernetes.cri.image-name`), for
+ * the simulated programs that read their image's configuration.
+ */
+export function imageFile(reference: string, path: string, entries: readonly CatalogueEntry[] = ENTRIES): string | undefined {
+  if (reference === '') return undefined;
+  let wanted: string;
+  try {
+    wanted = formatReference(parseImageReference(reference));
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    if (entry.files?.[path] === undefined) continue;
+    if (entry.tags.some((tag) => `${entry.repository}:${tag}` === wanted) || (entry.digest !== undefined && `${entry.repository}@${entry.digest}` === wanted)) {
+      return entry.files[path];
+    }
+  }
+  return undefined;
 }
 
 export type { CatalogueEntry };

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry, type WaitForSignal } from './command-registry.js';
 import { serveInPod, staticPage } from './pod-web-server.js';
+import { imageFile } from '../images/catalogue.js';
 import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
@@ -288,16 +289,31 @@ async function httpd(ctx: CommandContext): Promise<number> {
 const NGINX_PAGE = '<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n<h1>Welcome to nginx!</h1>\n' +
   '<p>If you see this page, the nginx web server is successfully installed and working.</p>\n</body>\n</html>\n';
 
-/** nginx in the foreground: serves its welcome page on podIP:80 until a signal. */
+const NGINX_SITE_CONF = '/etc/nginx/conf.d/default.conf';
+
+/**
+ * The port of nginx's server: the `listen` of the site configuration (the container's, else its
+ * image's), 80 as in the stock images.
+ */
+function nginxListenPort(ctx: CommandContext): number {
+  const conf = ctx.target.files.get(NGINX_SITE_CONF) ?? imageFile(ctx.target.ociSpec.annotations['io.kubernetes.cri.image-name'] ?? '', NGINX_SITE_CONF);
+  // The first `listen [address:]port …;` outside comments.
+  const port = Number(/(?:^|[\s{;])listen\s+(?:[^\s;]+:)?(\d{1,5})\b[^;]*;/.exec((conf ?? '').replace(/#.*$/gm, ''))?.[1] ?? 80);
+  return port >= 1 && port <= 65535 ? port : 80;
+}
+
+/** nginx in the foreground: serves its welcome page on podIP:<listen port> until a signal. */
 async function nginx(ctx: CommandContext): Promise<number> {
+  const version = ctx.env.get('NGINX_VERSION') ?? '1.14.2';
   if (ctx.argv.includes('-v')) {
-    ctx.stderr('nginx version: nginx/1.14.2\n');
+    ctx.stderr(`nginx version: nginx/${version}\n`);
     return 0;
   }
-  const outcome = await serveInPod(ctx, 80, staticPage('nginx/1.14.2', 'text/html', { '/': () => NGINX_PAGE, '/index.html': () => NGINX_PAGE }));
+  const port = nginxListenPort(ctx);
+  const outcome = await serveInPod(ctx, port, staticPage(`nginx/${version}`, 'text/html', { '/': () => NGINX_PAGE, '/index.html': () => NGINX_PAGE }));
   if (typeof outcome !== 'string') {
     const { n, text } = errnoOf(outcome);
-    ctx.stderr(`nginx: [emerg] bind() to ${String(ctx.target.platform['podIp'] ?? '')}:80 failed (${n}: ${text})\n`);
+    ctx.stderr(`nginx: [emerg] bind() to ${String(ctx.target.platform['podIp'] ?? '')}:${port} failed (${n}: ${text})\n`);
     return 1;
   }
   return 0;

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { constants as zlibConstants, createDeflate, createInflate, type Deflate, type Inflate } from 'node:zlib';
 
@@ -28,6 +29,8 @@ const enum FrameType {
 }
 
 const FLAG_FIN = 0x01;
+const EMPTY = Buffer.alloc(0);
+const DATA_HEADER_BYTES = 8;
 /** RST_STREAM status codes (SPDY/3 §2.6.3). */
 export const RstStatus = { PROTOCOL_ERROR: 1, INVALID_STREAM: 2, REFUSED_STREAM: 3, CANCEL: 5, INTERNAL_ERROR: 6, FRAME_TOO_LARGE: 11 } as const;
 const GOAWAY_OK = 0;
@@ -37,6 +40,8 @@ const GOAWAY_PROTOCOL_ERROR = 1;
 export const MAX_FRAME_PAYLOAD = 1 << 20;
 /** Largest decompressed header block (a zlib bomb ends the connection). */
 const MAX_HEADER_BLOCK = 64 * 1024;
+/** Bytes queued on the connection's socket past which writers are told to wait for 'drain'. */
+const SOCKET_HIGH_WATER = 256 * 1024;
 /** Largest DATA payload the server sends in one frame. */
 const MAX_DATA_CHUNK = 64 * 1024;
 
@@ -188,12 +193,27 @@ export class SpdyStream extends EventEmitter {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let ok = true;
     for (let at = 0; at < bytes.length; at += MAX_DATA_CHUNK) {
-      // Header and payload go out as two writes (no copy of the payload into the frame).
-      const chunk = bytes.subarray(at, at + MAX_DATA_CHUNK);
-      this.connection.sendRaw(dataFrame(this.id, 0, Buffer.alloc(0), chunk.length));
-      ok = this.connection.sendRaw(chunk);
+      const chunk = at === 0 && bytes.length <= MAX_DATA_CHUNK ? bytes : bytes.subarray(at, at + MAX_DATA_CHUNK);
+      ok = this.connection.sendData(dataFrame(this.id, 0, EMPTY, chunk.length), chunk);
     }
     return ok;
+  }
+
+  /** Bytes writeFramed needs in front of the payload: the DATA frame's header. */
+  readonly headroom = DATA_HEADER_BYTES;
+
+  /**
+   * Sends `frame.subarray(8)` as one DATA frame, writing its header into `frame`'s first 8 bytes
+   * (no copy, one write); `done` runs once `frame` may be reused. The payload must fit one frame.
+   */
+  writeFramed(frame: Buffer, done: () => void): boolean {
+    if (!this.writable) {
+      done();
+      return false;
+    }
+    frame.writeUInt32BE(this.id & 0x7fffffff, 0);
+    frame.writeUInt32BE(frame.length - DATA_HEADER_BYTES, 4);
+    return this.connection.sendRaw(frame, done);
   }
 
   /** Calls fn once the connection's socket has room again (after write returned false). */
@@ -206,7 +226,7 @@ export class SpdyStream extends EventEmitter {
     if (data !== undefined) this.write(data);
     if (!this.writable) return;
     this.localClosed = true;
-    this.connection.sendRaw(dataFrame(this.id, FLAG_FIN, Buffer.alloc(0)));
+    this.connection.sendRaw(dataFrame(this.id, FLAG_FIN, EMPTY));
     this.maybeClosed();
   }
 
@@ -260,19 +280,28 @@ export class SpdyStream extends EventEmitter {
  * (SpdyStream, after its SYN_REPLY went out), 'drain' and 'close' (once, with an Error or undefined).
  */
 export class SpdyConnection extends EventEmitter {
-  private buffer: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private chunkBytes = 0;
+  /** Bytes the next frame needs before it can be parsed (its header, then header and payload). */
+  private needed = 8;
   private readonly streams = new Map<number, SpdyStream>();
   private readonly inflater = new ZlibContext(createInflate({ dictionary: SPDY3_DICTIONARY }), MAX_HEADER_BLOCK);
   private readonly deflater = new ZlibContext(createDeflate({ dictionary: SPDY3_DICTIONARY }), Number.MAX_SAFE_INTEGER);
   private readonly inbox: Frame[] = [];
   private pumping = false;
   private readonly outbox: (Buffer | Promise<Buffer>)[] = [];
+  /** Callbacks of queued frames, run once the socket took them (or the connection is gone). */
+  private readonly callbacks = new Map<Buffer | Promise<Buffer>, () => void>();
   private sending = false;
   private lastStreamId = 0;
   closed = false;
 
-  constructor(private readonly socket: Duplex, head: Buffer = Buffer.alloc(0)) {
+  /** A TCP socket writes corked buffers as one writev; a WebSocket tunnel's stream does not. */
+  private readonly corkable: boolean;
+
+  constructor(private readonly socket: Duplex, head: Buffer = EMPTY) {
     super();
+    this.corkable = socket instanceof Socket;
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('drain', () => this.emit('drain'));
     socket.on('error', (err) => this.destroy(err));
@@ -291,20 +320,55 @@ export class SpdyConnection extends EventEmitter {
   }
 
   /** @internal */
-  sendRaw(frame: Buffer | Promise<Buffer>): boolean {
-    if (this.closed) return false;
-    this.outbox.push(frame);
-    if (!this.sending) void this.flushOutbox();
-    return this.socket.writableLength < 256 * 1024;
+  sendRaw(frame: Buffer | Promise<Buffer>, written?: () => void): boolean {
+    if (this.closed) {
+      written?.();
+      return false;
+    }
+    if (this.outbox.length === 0 && !this.sending && frame instanceof Buffer) this.socket.write(frame, written);
+    else this.queue(frame, written);
+    return this.socket.writableLength < SOCKET_HIGH_WATER;
   }
 
+  /**
+   * A DATA frame: its 8-byte header and the payload, given apart so the payload is not copied.
+   * On a TCP socket the two go out corked (one writev); through a WebSocket tunnel, where every
+   * write is a message of its own, as one buffer.
+   * @internal
+   */
+  sendData(head: Buffer, payload: Buffer): boolean {
+    if (this.closed) return false;
+    if (payload.length === 0) return this.sendRaw(head);
+    if (!this.corkable) return this.sendRaw(Buffer.concat([head, payload], head.length + payload.length));
+    if (this.outbox.length === 0 && !this.sending) {
+      this.socket.cork();
+      this.socket.write(head);
+      this.socket.write(payload);
+      this.socket.uncork();
+    } else {
+      this.queue(head);
+      this.queue(payload);
+    }
+    return this.socket.writableLength < SOCKET_HIGH_WATER;
+  }
+
+  private queue(frame: Buffer | Promise<Buffer>, written?: () => void): void {
+    this.outbox.push(frame);
+    if (written !== undefined) this.callbacks.set(frame, written);
+    if (!this.sending) void this.flushOutbox();
+  }
+
+  /** Writes the outbox in order, waiting for header blocks still being compressed. */
   private async flushOutbox(): Promise<void> {
     this.sending = true;
     try {
       while (this.outbox.length > 0 && !this.closed) {
         const next = this.outbox.shift() as Buffer | Promise<Buffer>;
+        const written = this.callbacks.get(next);
+        this.callbacks.delete(next);
         const frame = next instanceof Buffer ? next : await next;
-        if (!this.closed) this.socket.write(frame);
+        if (!this.closed) this.socket.write(frame, written);
+        else written?.();
       }
     } catch (err) {
       this.destroy(err instanceof Error ? err : new Error(String(err)));
@@ -349,6 +413,9 @@ export class SpdyConnection extends EventEmitter {
     this.streams.clear();
     this.inbox.length = 0;
     this.outbox.length = 0;
+    const callbacks = [...this.callbacks.values()];
+    this.callbacks.clear();
+    for (const written of callbacks) written();
     this.emit('close', err);
   }
 
@@ -365,32 +432,47 @@ export class SpdyConnection extends EventEmitter {
 
   private receive(chunk: Buffer): void {
     if (this.closed) return;
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    while (this.buffer.length >= 8) {
-      const word = this.buffer.readUInt32BE(0);
-      const flagsAndLength = this.buffer.readUInt32BE(4);
+    // Chunks are kept apart until a whole frame is there, then joined once (joining on every
+    // chunk copied a large frame over and over).
+    this.chunks.push(chunk);
+    this.chunkBytes += chunk.length;
+    if (this.chunkBytes < this.needed) return;
+    let buffer = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.chunkBytes);
+    this.chunks = [];
+    this.chunkBytes = 0;
+    this.needed = 8;
+    while (buffer.length >= 8) {
+      const word = buffer.readUInt32BE(0);
+      const flagsAndLength = buffer.readUInt32BE(4);
       const length = flagsAndLength & 0xffffff;
       if (length > MAX_FRAME_PAYLOAD) {
         this.protocolError(`frame of ${length} bytes exceeds the limit of ${MAX_FRAME_PAYLOAD}`);
         return;
       }
-      if (this.buffer.length < 8 + length) break;
+      if (buffer.length < 8 + length) {
+        this.needed = 8 + length;
+        break;
+      }
       const control = (word & 0x80000000) !== 0;
       if (control && ((word >>> 16) & 0x7fff) !== 3) {
         this.protocolError(`unsupported SPDY version ${(word >>> 16) & 0x7fff}`);
         return;
       }
+      // The payload is a view of the socket's chunk (each read is a buffer of its own).
       const frame: Frame = {
         control,
         type: control ? word & 0xffff : 0,
         streamId: control ? 0 : word & 0x7fffffff,
         flags: flagsAndLength >>> 24,
-        payload: this.buffer.subarray(8, 8 + length),
+        payload: buffer.subarray(8, 8 + length),
       };
-      this.buffer = this.buffer.subarray(8 + length);
+      buffer = buffer.subarray(8 + length);
       this.inbox.push(frame);
     }
-    if (this.buffer.length === 0) this.buffer = Buffer.alloc(0);
+    if (buffer.length > 0) {
+      this.chunks.push(buffer);
+      this.chunkBytes = buffer.length;
+    }
     if (!this.pumping) void this.pump();
   }
 
@@ -413,7 +495,7 @@ export class SpdyConnection extends EventEmitter {
     if (!frame.control) {
       const stream = this.streams.get(frame.streamId);
       // Data for a stream that is gone is dropped (spdystream does the same).
-      stream?.onData(Buffer.from(frame.payload), (frame.flags & FLAG_FIN) !== 0);
+      stream?.onData(frame.payload, (frame.flags & FLAG_FIN) !== 0);
       return undefined;
     }
     const p = frame.payload;

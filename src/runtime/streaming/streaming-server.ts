@@ -42,7 +42,7 @@ export class StreamingServer {
   private readonly server: Server;
   private readonly ws = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   private readonly sockets = new Set<Socket | Duplex>();
-  private readonly sessions = new Set<{ abort(): void }>();
+  private readonly sessions = new Set<{ abort(): void; buffered(): number }>();
   private base = '';
 
   private constructor(private readonly logger: Logger) {
@@ -57,7 +57,8 @@ export class StreamingServer {
       socket.on('close', () => this.sockets.delete(socket));
     });
     this.server.on('clientError', (_err, socket: Duplex) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      // Go's net/http answer to a request it cannot parse (Go's net/http/server.go).
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n400 Bad Request');
       else socket.destroy();
     });
   }
@@ -87,6 +88,13 @@ export class StreamingServer {
     return this.sessions.size;
   }
 
+  /** Bytes written to sessions that their clients have not taken yet, over all sessions. */
+  get bufferedBytes(): number {
+    let n = 0;
+    for (const session of this.sessions) n += session.buffered();
+    return n;
+  }
+
   /** Registers a request and returns the URL its client must open (single use, one minute). */
   register(pending: PendingStream): string {
     const token = this.cache.insert(pending.kind, pending);
@@ -109,67 +117,80 @@ export class StreamingServer {
   }
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const route = this.route(req.url);
-    const pending = route === undefined ? undefined : this.cache.consume(route.kind, route.token);
-    if (pending === undefined) {
-      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' }).end('404 page not found\n');
-      return;
-    }
-    // A plain request for a valid token: the handshake needs the protocol header first.
-    const protocols = headerList(req.headers['x-stream-protocol-version']);
-    if (protocols.length === 0) {
-      httpError(res, 400, 'unable to upgrade: X-Stream-Protocol-Version is required');
-      return;
-    }
-    httpError(res, 400, `unable to upgrade: missing upgrade headers in request: ${JSON.stringify(req.headers)}`);
+    this.dispatch(req, {
+      send: (status, body, headers = {}) => {
+        res.writeHead(status, { ...(body === '' ? {} : GO_ERROR_HEADERS), 'Content-Length': Buffer.byteLength(body), ...headers }).end(body);
+      },
+    });
   }
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
+    this.dispatch(req, { send: (status, body, headers) => rawResponse(socket, status, body, headers), socket, head });
+  }
+
+  /**
+   * One request for a streaming URL, upgrade or not, answered in the order of the kubelet's
+   * server (pkg/cri/streaming/server.go, v0.34): the token, then WebSocket (wsstream's
+   * IsWebSocketRequest) or else SPDY, whose protocol handshake comes before the upgrade headers
+   * are looked at (remotecommand/httpstream.go, portforward/httpstream.go).
+   */
+  private dispatch(req: IncomingMessage, reply: Reply): void {
     const route = this.route(req.url);
     const pending = route === undefined ? undefined : this.cache.consume(route.kind, route.token);
     if (pending === undefined) {
-      rawResponse(socket, 404, '404 page not found\n');
+      reply.send(404, '404 page not found\n', { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
       return;
     }
     if (this.sessions.size >= MAX_ACTIVE_SESSIONS) {
-      rawResponse(socket, 429, 'too many streaming sessions\n', { 'Retry-After': '60' });
+      reply.send(429, 'too many streaming sessions\n', { 'Retry-After': '60' });
       return;
     }
+    const connection = String(req.headers.connection ?? '').toLowerCase();
     const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
-    if (upgrade === 'websocket') this.upgradeWebSocket(req, socket, head, pending);
-    else if (upgrade.includes('spdy/3.1')) this.upgradeSpdy(req, socket, head, pending);
-    else rawResponse(socket, 400, `unable to upgrade: missing upgrade headers in request: ${JSON.stringify(req.headers)}\n`);
-  }
-
-  private upgradeSpdy(req: IncomingMessage, socket: Duplex, head: Buffer, pending: PendingStream): void {
+    const isUpgrade = connection.includes('upgrade');
+    if (isUpgrade && upgrade === 'websocket' && reply.socket !== undefined) {
+      this.upgradeWebSocket(req, reply.socket, reply.head ?? Buffer.alloc(0), pending);
+      return;
+    }
+    // httpstream.Handshake (k8s.io/apimachinery pkg/util/httpstream/httpstream.go, v0.34).
     const serverProtocols: readonly string[] = pending.kind === 'portforward' ? [PORT_FORWARD_PROTOCOL] : SPDY_REMOTE_COMMAND_PROTOCOLS;
     const clientProtocols = headerList(req.headers['x-stream-protocol-version']);
-    // httpstream.Handshake (k8s.io/apimachinery pkg/util/httpstream/httpstream.go, v0.34).
     if (clientProtocols.length === 0) {
-      rawResponse(socket, 400, 'unable to upgrade: X-Stream-Protocol-Version is required\n');
+      const text = 'unable to upgrade: X-Stream-Protocol-Version is required';
+      if (pending.kind === 'portforward') {
+        // portforward/httpstream.go returns Handshake's error unwritten and ServePortForward only
+        // logs it: the client gets an empty 200.
+        this.logger.debug({ err: text }, 'port-forward handshake failed');
+        reply.send(200, '');
+      } else {
+        reply.send(400, `${text}\n`);
+      }
       return;
     }
     const protocol = clientProtocols.find((p) => serverProtocols.includes(p));
     if (protocol === undefined) {
-      rawResponse(
-        socket,
-        403,
-        `unable to upgrade: unable to negotiate protocol: client supports [${clientProtocols.join(' ')}], server accepts [${serverProtocols.join(' ')}]\n`,
-        { 'X-Accepted-Stream-Protocol-Versions': [...serverProtocols] },
-      );
+      const text = `unable to upgrade: unable to negotiate protocol: client supports [${clientProtocols.join(' ')}], server accepts [${serverProtocols.join(' ')}]\n`;
+      // Handshake writes the 403; remotecommand's createHTTPStreamStreams then calls http.Error
+      // again, whose status is dropped (the header is out) and whose text is appended: the
+      // body of an exec or attach has the line twice.
+      reply.send(403, pending.kind === 'portforward' ? text : text + text, { 'X-Accepted-Stream-Protocol-Versions': [...serverProtocols] });
       return;
     }
-    socket.write(
+    // spdy.responseUpgrader.UpgradeResponse (apimachinery pkg/util/httpstream/spdy/upgrade.go).
+    if (!isUpgrade || !upgrade.includes('spdy/3.1') || reply.socket === undefined) {
+      reply.send(400, `unable to upgrade: missing upgrade headers in request: ${goHeaderRepr(req.rawHeaders)}\n`, { 'X-Stream-Protocol-Version': protocol });
+      return;
+    }
+    reply.socket.write(
       'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n' +
         `X-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
     );
-    const connection = new SpdyConnection(socket, head);
-    this.serveSpdy(connection, protocol, pending);
+    this.serveSpdy(new SpdyConnection(reply.socket, reply.head), protocol, pending);
   }
 
   private serveSpdy(connection: SpdyConnection, protocol: string, pending: PendingStream): void {
-    const session = { abort: () => connection.destroy() };
+    const session = { abort: () => connection.destroy(), buffered: () => connection.pendingBytes };
     this.sessions.add(session);
     connection.on('close', (err?: Error) => {
       this.sessions.delete(session);
@@ -212,15 +233,18 @@ export class StreamingServer {
   private upgradeWebSocket(req: IncomingMessage, socket: Duplex, head: Buffer, pending: PendingStream): void {
     const offered = headerList(req.headers['sec-websocket-protocol']);
     const serverProtocols: readonly string[] = pending.kind === 'portforward' ? [SPDY_TUNNEL_PROTOCOL, ...WEBSOCKET_PORT_FORWARD_PROTOCOLS] : WEBSOCKET_REMOTE_COMMAND_PROTOCOLS;
-    const protocol = offered.find((p) => serverProtocols.includes(p));
+    // wsstream's handshake (apimachinery pkg/util/httpstream/wsstream/conn.go, v0.34): no
+    // protocol is the kubelet's "" entry, served as channel.k8s.io.
+    const protocol = offered.length === 0 ? 'channel.k8s.io' : offered.find((p) => serverProtocols.includes(p));
     if (protocol === undefined) {
-      // The text of apimachinery's wsstream handshake (pkg/util/httpstream/wsstream/conn.go).
+      // golang.org/x/net/websocket answers a failed handshake with a bare 403; wsstream's text
+      // (conn.go) is ours to send along, which upstream computes and drops.
       rawResponse(socket, 403, `requested protocol(s) are not supported: [${offered.join(' ')}]; supports [${serverProtocols.join(' ')}]\n`);
       return;
     }
     // `SPDY/3.1+portforward.k8s.io` is not an RFC 7230 token (the `/`), which ws refuses: it goes
     // through ws under a token alias and the response names it again as the client offered it.
-    let expected = protocol;
+    let expected = offered.length === 0 ? '' : protocol;
     if (protocol === SPDY_TUNNEL_PROTOCOL) {
       expected = TUNNEL_ALIAS;
       req.headers['sec-websocket-protocol'] = TUNNEL_ALIAS;
@@ -238,7 +262,7 @@ export class StreamingServer {
           client.close(1008, 'invalid or missing port');
           return;
         }
-        const session = { abort: () => client.terminate() };
+        const session = { abort: () => client.terminate(), buffered: () => client.bufferedAmount };
         this.sessions.add(session);
         client.on('close', () => this.sessions.delete(session));
         serveWebSocketPortForward(client, ports, (port, data, error) => pending.forward(port, data, error));
@@ -251,13 +275,47 @@ export class StreamingServer {
         this.serveSpdy(new SpdyConnection(duplex), PORT_FORWARD_PROTOCOL, pending);
         return;
       }
-      const session = { abort: () => client.terminate() };
+      const session = { abort: () => client.terminate(), buffered: () => client.bufferedAmount };
       this.sessions.add(session);
       client.on('close', () => this.sessions.delete(session));
       const options = { ...pending.options, stderr: pending.options.stderr && !pending.options.tty };
       pending.start(new WebSocketRemoteCommandSession(options, client, protocol));
     });
   }
+}
+
+/** Where an answer to a streaming request goes: the HTTP response, or the upgrade's raw socket. */
+interface Reply {
+  send(status: number, body: string, headers?: Record<string, string | string[]>): void;
+  socket?: Duplex;
+  head?: Buffer;
+}
+
+/** The headers Go's http.Error sets. */
+const GO_ERROR_HEADERS = { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' };
+
+/** textproto.CanonicalMIMEHeaderKey: `x-stream-protocol-version` → `X-Stream-Protocol-Version`. */
+function canonicalHeaderKey(name: string): string {
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) return name;
+  return name.toLowerCase().replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase());
+}
+
+/**
+ * A request's headers as Go prints an http.Header with %#v (the upgrade error's text):
+ * `http.Header{"Connection":[]string{"Upgrade"}, "Upgrade":[]string{"h2c"}}`, keys canonical and
+ * sorted, values in their order, Host left out (Go moves it to Request.Host).
+ */
+export function goHeaderRepr(rawHeaders: readonly string[]): string {
+  const headers = new Map<string, string[]>();
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const key = canonicalHeaderKey(rawHeaders[i] as string);
+    if (key === 'Host') continue;
+    const values = headers.get(key) ?? [];
+    values.push(rawHeaders[i + 1] as string);
+    headers.set(key, values);
+  }
+  const entries = [...headers.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `http.Header{${entries.map(([k, v]) => `${JSON.stringify(k)}:[]string{${v.map((x) => JSON.stringify(x)).join(', ')}}`).join(', ')}}`;
 }
 
 /** Serves port-forward streams: an error and a data stream per request id (kubelet portforward/httpstream.go). */
@@ -307,16 +365,13 @@ function headerList(value: string | string[] | undefined): string[] {
   return values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests' };
+const STATUS_TEXT: Record<number, string> = { 200: 'OK', 400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests' };
 
 function rawResponse(socket: Duplex, status: number, body: string, headers: Record<string, string | string[]> = {}): void {
-  const lines = [`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}`, 'Content-Type: text/plain; charset=utf-8', 'X-Content-Type-Options: nosniff', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
-  for (const [name, value] of Object.entries(headers)) for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
+  const lines = [`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}`];
+  const all: Record<string, string | string[]> = { ...(body === '' ? {} : GO_ERROR_HEADERS), 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close', ...headers };
+  for (const [name, value] of Object.entries(all)) for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
-}
-
-function httpError(res: ServerResponse, status: number, message: string): void {
-  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' }).end(`${message}\n`);
 }
 
 /** `host:port` on a loopback address (our rule: every address the simulator serves on is loopback). */

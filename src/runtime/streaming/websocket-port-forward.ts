@@ -4,6 +4,13 @@ import type { WebSocket } from 'ws';
 /** What port-forward needs of a stream: SpdyStream has it, and so does a WebSocket channel. */
 export interface PortStream {
   write(data: Buffer | string): boolean;
+  /** Bytes writeFramed needs in front of the payload (the transport's frame header). */
+  readonly headroom: number;
+  /**
+   * Sends `frame.subarray(headroom)`, using the first headroom bytes for the transport's header
+   * (no copy); `done` runs once `frame` may be reused (written, or dropped).
+   */
+  writeFramed(frame: Buffer, done: () => void): boolean;
   end(data?: Buffer | string): void;
   reset(): void;
   connectionDrain(fn: () => void): void;
@@ -16,12 +23,56 @@ export interface PortStream {
 /** WebSocket port-forward protocols of the kubelet (pkg/cri/streaming/portforward/websocket.go). */
 export const WEBSOCKET_PORT_FORWARD_PROTOCOLS = ['v4.channel.k8s.io', 'channel.k8s.io'] as const;
 
+/** Bytes a connection may have queued (sent, not yet taken by its socket) before writers wait. */
+export const WEBSOCKET_HIGH_WATER = 256 * 1024;
+
+/**
+ * Backpressure for one WebSocket: counts the bytes handed to `send` whose write has not completed
+ * (ws calls back once its socket took them) and wakes waiting writers when that falls below half
+ * the high-water mark. (Polling `bufferedAmount` on a timer stalled every full buffer for the
+ * timer's period.)
+ */
+export class SendWindow {
+  private queued = 0;
+  private waiters: (() => void)[] = [];
+
+  constructor(private readonly socket: WebSocket, private readonly highWater = WEBSOCKET_HIGH_WATER) {
+    socket.once('close', () => this.wake());
+  }
+
+  get pending(): number {
+    return this.queued;
+  }
+
+  /** Sends one binary message; false when writers should wait for onDrain. */
+  send(message: Buffer, written?: () => void): boolean {
+    this.queued += message.length;
+    this.socket.send(message, { binary: true }, () => {
+      written?.();
+      this.queued -= message.length;
+      if (this.queued <= this.highWater / 2 && this.waiters.length > 0) this.wake();
+    });
+    return this.queued < this.highWater;
+  }
+
+  onDrain(fn: () => void): void {
+    if (this.queued < this.highWater || this.socket.readyState !== this.socket.OPEN) queueMicrotask(fn);
+    else this.waiters.push(fn);
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const fn of waiters) fn();
+  }
+}
+
 /** One channel of a WebSocket port-forward: messages whose first byte is the channel number. */
 class WebSocketChannel extends EventEmitter implements PortStream {
   private closedLocal = false;
   private closedRemote = false;
 
-  constructor(private readonly socket: WebSocket, readonly id: number) {
+  constructor(private readonly socket: WebSocket, readonly id: number, private readonly flow: SendWindow) {
     super();
   }
 
@@ -32,8 +83,21 @@ class WebSocketChannel extends EventEmitter implements PortStream {
   write(data: Buffer | string): boolean {
     if (this.closedLocal || this.socket.readyState !== this.socket.OPEN) return false;
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    this.socket.send(Buffer.concat([Buffer.of(this.id), bytes]), { binary: true });
-    return this.socket.bufferedAmount < 256 * 1024;
+    const message = Buffer.allocUnsafe(bytes.length + 1);
+    message[0] = this.id;
+    bytes.copy(message, 1);
+    return this.flow.send(message);
+  }
+
+  readonly headroom = 1;
+
+  writeFramed(frame: Buffer, done: () => void): boolean {
+    if (this.closedLocal || this.socket.readyState !== this.socket.OPEN) {
+      done();
+      return false;
+    }
+    frame[0] = this.id;
+    return this.flow.send(frame, done);
   }
 
   end(data?: Buffer | string): void {
@@ -50,11 +114,7 @@ class WebSocketChannel extends EventEmitter implements PortStream {
   }
 
   connectionDrain(fn: () => void): void {
-    const poll = (): void => {
-      if (this.socket.readyState !== this.socket.OPEN || this.socket.bufferedAmount < 64 * 1024) fn();
-      else setTimeout(poll, 10);
-    };
-    setTimeout(poll, 10);
+    this.flow.onDrain(fn);
   }
 
   /** @internal */
@@ -77,9 +137,10 @@ class WebSocketChannel extends EventEmitter implements PortStream {
  */
 export function serveWebSocketPortForward(socket: WebSocket, ports: readonly number[], forward: (port: number, data: PortStream, error: PortStream) => void): void {
   const channels: WebSocketChannel[] = [];
+  const flow = new SendWindow(socket);
   ports.forEach((port, i) => {
-    const data = new WebSocketChannel(socket, 2 * i);
-    const error = new WebSocketChannel(socket, 2 * i + 1);
+    const data = new WebSocketChannel(socket, 2 * i, flow);
+    const error = new WebSocketChannel(socket, 2 * i + 1, flow);
     channels.push(data, error);
     const portBytes = Buffer.alloc(2);
     portBytes.writeUInt16LE(port);
@@ -89,7 +150,8 @@ export function serveWebSocketPortForward(socket: WebSocket, ports: readonly num
   socket.on('message', (raw: Buffer) => {
     if (raw.length === 0) return;
     const channel = channels[raw[0] as number];
-    if (channel !== undefined && raw.length > 1) channel.deliver(Buffer.from(raw.subarray(1)));
+    // ws hands over a buffer of its own per message: the channel's bytes need no copy.
+    if (channel !== undefined && raw.length > 1) channel.deliver(raw.subarray(1));
   });
   socket.on('close', () => {
     for (const c of channels) c.remoteClosed();
