@@ -65,6 +65,12 @@ export function addClusterFlags(command: Command): Command {
         .choices([...gmsaDesigns])
         .default(defaultGmsaDesign),
     )
+    .addOption(
+      new Option(
+        '--random-hostname [bool]',
+        "the windows-gmsa webhook's RANDOM_HOSTNAME: a pod with a gMSA and no spec.hostname gets a random 15-character hostname (webhook design; default false, as its chart)",
+      ).env('RANDOM_HOSTNAME'),
+    )
     .option('--pod-logs-root <dir>', 'root of the pod log directories (default: pod-logs/ in --root-dir)');
 }
 
@@ -145,6 +151,7 @@ function requestTimeout(flag: string, value: string): bigint {
 
 interface RawClusterFlags {
   gmsaDesign: GmsaDesign;
+  randomHostname?: string | boolean;
   cluster?: string;
   kubeconfig?: string;
   context?: string;
@@ -163,6 +170,18 @@ export function clusterSource(command: Command): ClusterSource {
 /** --gmsa-design: the GMSA design admission runs. */
 export function gmsaDesign(command: Command): GmsaDesign {
   return command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().gmsaDesign;
+}
+
+/** Go's strconv.ParseBool, as the webhook reads RANDOM_HOSTNAME. */
+const goBools: Record<string, boolean> = { '1': true, t: true, T: true, TRUE: true, true: true, True: true, '0': false, f: false, F: false, FALSE: false, false: false, False: false };
+
+/** --random-hostname (or RANDOM_HOSTNAME): the webhook's EnableRandomHostName; false when not given. */
+export function randomHostname(command: Command): boolean {
+  const value = command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().randomHostname;
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  const parsed = goBools[value];
+  if (parsed === undefined) throw new UsageError(`unable to parse --random-hostname (RANDOM_HOSTNAME) value ${value} to bool`);
+  return parsed;
 }
 
 /** kubectl's impersonation: --as-group without --as is refused, as kubectl refuses it. */

@@ -1,6 +1,7 @@
 /**
- * The fake kubelet's pipeline for `kubelet run`: pod files → decode and API validation →
- * admission (namespace, service account, GMSA in all its designs) → one SyncPod pass over CRI.
+ * The fake kubelet's pipeline for `kubelet run`: pod files → decode → the API server's create
+ * (mutating admission: namespace, service account, GMSA in all its designs; field validation of
+ * the mutated pod; validating admission) → one SyncPod pass over CRI.
  * A pod stopped at any stage is never started; the others go on. The cluster is read once, and a
  * broken cluster manifest stops everything before any pod is touched. Like the kubelet's pod
  * workers (one per pod), pods go through their pass side by side, a bounded number at a time;
@@ -34,6 +35,10 @@ export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'i
   readonly user: UserInfo;
   /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
   readonly design?: GmsaDesign;
+  /** The windows-gmsa webhook's RANDOM_HOSTNAME (`--random-hostname`); off by default, as in its chart. */
+  readonly randomHostname?: boolean;
+  /** Where random hostnames come from; replaceable in tests. */
+  readonly uuid?: () => string;
   readonly manifests?: PodManifestOptions;
   /** Where each started pod's record is written (`kubelet get`/`describe` read them back). */
   readonly records?: PodRecordStore;
@@ -65,7 +70,14 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     const began = performance.now();
     const durationMs = (): number => performance.now() - began;
     try {
-      const admission = admitPod(pod, { cluster, user: options.user, ...(options.design === undefined ? {} : { design: options.design }) });
+      const admission = admitPod(pod, {
+        cluster,
+        user: options.user,
+        ...(options.design === undefined ? {} : { design: options.design }),
+        ...(options.randomHostname === undefined ? {} : { randomHostname: options.randomHostname }),
+        ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
+        ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
+      });
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
       // The 1.14 kubelet read the alpha webhook's annotations itself.
@@ -107,7 +119,8 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       else return;
     }
   };
-  const loader = loadPodFiles(files, options.manifests, (loaded) => {
+  // Field validation runs inside admission, on the mutated pod, as the API server orders it.
+  const loader = loadPodFiles(files, { ...options.manifests, validate: false }, (loaded) => {
     queue.push(loaded);
     signal();
   }).finally(() => {
