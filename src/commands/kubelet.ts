@@ -156,7 +156,7 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
         // A 422 from field validation reads as kubectl prints it, as a file's invalid pod always did.
         const object = { kind: 'Pod', name: result.pod.metadata?.name ?? '' };
         manifestErrors.push(...result.error.fields.map((f) => new ManifestError(result.source, f, object)));
-      } else if (result.stage === 'admission') writeError(admissionErrorText(result.error, result.pod.metadata?.name ?? '', result.source.file));
+      } else if (result.stage === 'admission') writeError(admissionErrorText(result.error, result.pod.metadata?.name ?? '', result.source.file, result.operation));
       else if (result.stage === 'exists') writeError(alreadyExistsText(result.pod.metadata?.name ?? '', result.source.file));
       else started.push(result.pod.metadata!.uid!);
       if (result.stage !== 'runtime') failed = true;

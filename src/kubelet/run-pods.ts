@@ -13,14 +13,17 @@ import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionEr
 import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
 import { listNodePods } from './node-pods.js';
-import { recordFirstSync, type PodRecordStore } from './pod-records.js';
+import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
+import { appliedPod, fileChanged, updatePod } from './pod-update.js';
+import { syncPodUpdate } from './pod-update-sync.js';
 import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
 import type { UserInfo } from './rbac.js';
 
 /** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
 export type PodRunResult =
   | { readonly stage: 'manifest'; readonly error: Error }
-  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number }
+  /** `operation` update: the pod existed and its file changed, so the request was an UPDATE. */
+  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number; readonly operation?: 'create' | 'update' }
   /** The node runs a pod of that namespace and name already: a second create is refused (409). */
   | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource; readonly durationMs?: number }
   | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome; readonly durationMs?: number };
@@ -61,7 +64,42 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     return names;
   };
   const nodeHas = async (pod: V1Pod): Promise<boolean> => (await (existing ??= readExisting())).has(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  // The records of the pods the node has, by namespace/name, read once when first needed.
+  let recorded: Promise<Map<string, PodRecord>> | undefined;
+  const recordOf = async (pod: V1Pod): Promise<PodRecord | undefined> => {
+    recorded ??= (async () => new Map(((await options.records?.list()) ?? []).map((r) => [`${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, r])))();
+    return (await recorded).get(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  };
+  const admissionContext = {
+    cluster,
+    user: options.user,
+    ...(options.design === undefined ? {} : { design: options.design }),
+    ...(options.randomHostname === undefined ? {} : { randomHostname: options.randomHostname }),
+    ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
+    ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
+  };
   const workerOptions: PodWorkerOptions = { ...options, configMaps: cluster.configMaps, imagePulls: new ImagePulls() };
+
+  /** The UPDATE through the API server's steps; when accepted, the kubelet syncs the change. */
+  const runUpdate = async (file: V1Pod, source: ManifestSource, record: PodRecord): Promise<Exclude<PodRunResult, { stage: 'manifest' }>> => {
+    const live = record.pod;
+    const update = updatePod(appliedPod(live, record.applied!, file), live, admissionContext);
+    if (!update.allowed) return { stage: 'admission', pod: live, source, error: update.error, operation: 'update' };
+    const nodePod = (await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).find((p) => p.uid === live.metadata?.uid);
+    if (nodePod === undefined) return { stage: 'exists', pod: live, source };
+    const outcome = await syncPodUpdate(cri, live, update.pod, nodePod, workerOptions);
+    const at = new Date();
+    const attempts: Record<string, number> = {};
+    for (const c of nodePod.containers) attempts[c.name] = Math.max(attempts[c.name] ?? 0, c.attempt + 1);
+    await options.records?.save({
+      ...record,
+      pod: update.pod,
+      applied: file,
+      containers: containerRecords(record.containers, outcome.containers.filter((c) => outcome.events.some((e) => e.container === c.name)), attempts),
+      events: mergeEvents(record.events, outcome.events, at),
+    });
+    return { stage: 'runtime', pod: update.pod, source, outcome };
+  };
 
   // Pods send RunPodSandbox in file order, so the runtime numbers them (pod IPs) as one after
   // another would; a pod that never gets that far gives up its turn.
@@ -70,20 +108,19 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     const began = performance.now();
     const durationMs = (): number => performance.now() - began;
     try {
-      const admission = admitPod(pod, {
-        cluster,
-        user: options.user,
-        ...(options.design === undefined ? {} : { design: options.design }),
-        ...(options.randomHostname === undefined ? {} : { randomHostname: options.randomHostname }),
-        ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
-        ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
-      });
+      // A pod the node has, whose file changed since it was run: an UPDATE (as kubectl apply).
+      const record = (await nodeHas(pod)) ? await recordOf(pod) : undefined;
+      if (record?.applied !== undefined && record.sandboxCreated && fileChanged(record.applied, pod)) {
+        return { ...(await runUpdate(pod, source, record)), durationMs: durationMs() };
+      }
+      // Otherwise a CREATE; for a pod the node has, storage refuses it after admission (409).
+      const admission = admitPod(pod, admissionContext);
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
-      await options.records?.save(recordFirstSync(admission.pod, source, outcome));
+      await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod));
       return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };
     } finally {
       sandboxTurn.release();
