@@ -109,8 +109,10 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     const durationMs = (): number => performance.now() - began;
     try {
       // A pod the node has, whose file changed since it was run: an UPDATE (as kubectl apply).
-      const record = (await nodeHas(pod)) ? await recordOf(pod) : undefined;
-      if (record?.applied !== undefined && record.sandboxCreated && fileChanged(record.applied, pod)) {
+      // The records are read first: a pod the kubelet never ran is a create, and a create that
+      // admission refuses never reaches the runtime.
+      const record = await recordOf(pod);
+      if (record?.applied !== undefined && record.sandboxCreated && fileChanged(record.applied, pod) && (await nodeHas(pod))) {
         return { ...(await runUpdate(pod, source, record)), durationMs: durationMs() };
       }
       // Otherwise a CREATE; for a pod the node has, storage refuses it after admission (409).
