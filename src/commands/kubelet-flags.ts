@@ -65,11 +65,9 @@ export function addClusterFlags(command: Command): Command {
         .choices([...gmsaDesigns])
         .default(defaultGmsaDesign),
     )
-    .addOption(
-      new Option(
-        '--random-hostname [bool]',
-        "the windows-gmsa webhook's RANDOM_HOSTNAME: a pod with a gMSA and no spec.hostname gets a random 15-character hostname (webhook design; default false, as its chart)",
-      ).env('RANDOM_HOSTNAME'),
+    .option(
+      '--random-hostname',
+      "the windows-gmsa webhook's RANDOM_HOSTNAME (also read from that variable): a pod with a gMSA and no spec.hostname gets a random 15-character hostname (webhook design; default false, as its chart)",
     )
     .option('--pod-logs-root <dir>', 'root of the pod log directories (default: pod-logs/ in --root-dir)');
 }
@@ -151,7 +149,7 @@ function requestTimeout(flag: string, value: string): bigint {
 
 interface RawClusterFlags {
   gmsaDesign: GmsaDesign;
-  randomHostname?: string | boolean;
+  randomHostname?: boolean;
   cluster?: string;
   kubeconfig?: string;
   context?: string;
@@ -175,12 +173,16 @@ export function gmsaDesign(command: Command): GmsaDesign {
 /** Go's strconv.ParseBool, as the webhook reads RANDOM_HOSTNAME. */
 const goBools: Record<string, boolean> = { '1': true, t: true, T: true, TRUE: true, true: true, True: true, '0': false, f: false, F: false, FALSE: false, false: false, False: false };
 
-/** --random-hostname (or RANDOM_HOSTNAME): the webhook's EnableRandomHostName; false when not given. */
-export function randomHostname(command: Command): boolean {
-  const value = command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().randomHostname;
-  if (value === undefined || typeof value === 'boolean') return value === true;
+/**
+ * --random-hostname, else the RANDOM_HOSTNAME variable read as the webhook reads it (Go's
+ * ParseBool): the webhook's EnableRandomHostName; false when neither is given.
+ */
+export function randomHostname(command: Command, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().randomHostname === true) return true;
+  const value = env['RANDOM_HOSTNAME'];
+  if (value === undefined) return false;
   const parsed = goBools[value];
-  if (parsed === undefined) throw new UsageError(`unable to parse --random-hostname (RANDOM_HOSTNAME) value ${value} to bool`);
+  if (parsed === undefined) throw new UsageError(`unable to parse environment variable RANDOM_HOSTNAME with value ${value} to bool`);
   return parsed;
 }
 
