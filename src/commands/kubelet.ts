@@ -158,6 +158,8 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
         manifestErrors.push(...result.error.fields.map((f) => new ManifestError(result.source, f, object)));
       } else if (result.stage === 'admission') writeError(admissionErrorText(result.error, result.pod.metadata?.name ?? '', result.source.file, result.operation));
       else if (result.stage === 'exists') writeError(alreadyExistsText(result.pod.metadata?.name ?? '', result.source.file));
+      // The pod was created; the kubelet refused to run it (its status: Failed, with this reason).
+      else if (result.stage === 'rejected') writeError(`pod ${JSON.stringify(result.pod.metadata?.name ?? '')} failed: ${result.reason}: ${result.message}`);
       else started.push(result.pod.metadata!.uid!);
       if (result.stage !== 'runtime') failed = true;
     }

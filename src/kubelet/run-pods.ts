@@ -12,6 +12,7 @@ import type { CriClient } from '../cri/proto.js';
 import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
+import { admitPodOs } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
 import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from './pod-update.js';
@@ -26,6 +27,8 @@ export type PodRunResult =
   | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number; readonly operation?: 'create' | 'update' }
   /** The node runs a pod of that namespace and name already: a second create is refused (409). */
   | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource; readonly durationMs?: number }
+  /** The API server stored the pod; the kubelet's own admission refused it (PodOSNotSupported, …): phase Failed. */
+  | { readonly stage: 'rejected'; readonly pod: V1Pod; readonly source: ManifestSource; readonly reason: string; readonly message: string; readonly durationMs?: number }
   | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome; readonly durationMs?: number };
 
 /** How many pods go through their pass at the same time unless told otherwise. */
@@ -119,6 +122,9 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       const admission = admitPod(pod, admissionContext);
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
+      // The kubelet's admit handlers (lifecycle/predicate.go): a pod for another OS is never run.
+      const rejection = admitPodOs(admission.pod);
+      if (rejection !== undefined) return { stage: 'rejected', pod: admission.pod, source, ...rejection, durationMs: durationMs() };
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
@@ -195,6 +201,8 @@ export function summarizePodRun(result: PodRunResult): PodSummary {
   const name = result.pod.metadata?.name ?? '';
   const total = result.pod.spec?.containers.length ?? 0;
   if (result.stage === 'exists') return { namespace, name, ready: `0/${total}`, status: 'AlreadyExists', detail: `pods ${JSON.stringify(name)} already exists` };
+  // printPod shows a failed pod's status.reason.
+  if (result.stage === 'rejected') return { namespace, name, ready: `0/${total}`, status: result.reason, detail: result.message };
   if (result.stage === 'admission') {
     return { namespace, name, ready: `0/${total}`, status: httpReasons[result.error.code] ?? String(result.error.code), detail: describeRejection(result.error) };
   }

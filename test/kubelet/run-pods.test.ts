@@ -42,6 +42,16 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
     expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(7);
   });
 
+  // The API server accepts a linux pod; the Windows kubelet's admit handler refuses it
+  // (kubernetes v1.34.12 pkg/kubelet/lifecycle/predicate.go): no sandbox, phase Failed.
+  it('a pod for linux is admitted by the API and rejected by the kubelet: PodOSNotSupported', async () => {
+    const file = join(fx.dir, 'linux.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Pod\nmetadata: { name: tux }\nspec:\n  os: { name: linux }\n  containers: [{ name: main, image: busybox }]\n');
+    const [result] = await runPods(fx.cri, [file], { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(fx.dir, 'pods') });
+    expect(summarizePodRun(result!)).to.deep.include({ name: 'tux', ready: '0/1', status: 'PodOSNotSupported', detail: "Failed to admit pod as the OS field doesn't match node OS" });
+    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.deep.equal([]);
+  });
+
   it('starts nothing when the cluster manifests are broken', async () => {
     await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\n');
     const err = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-pod-level.yaml')], {
