@@ -65,6 +65,10 @@ export function addClusterFlags(command: Command): Command {
         .choices([...gmsaDesigns])
         .default(defaultGmsaDesign),
     )
+    .option(
+      '--random-hostname',
+      "the windows-gmsa webhook's RANDOM_HOSTNAME (also read from that variable): a pod with a gMSA and no spec.hostname gets a random 15-character hostname (webhook design; default false, as its chart)",
+    )
     .option('--pod-logs-root <dir>', 'root of the pod log directories (default: pod-logs/ in --root-dir)');
 }
 
@@ -145,6 +149,7 @@ function requestTimeout(flag: string, value: string): bigint {
 
 interface RawClusterFlags {
   gmsaDesign: GmsaDesign;
+  randomHostname?: boolean;
   cluster?: string;
   kubeconfig?: string;
   context?: string;
@@ -163,6 +168,22 @@ export function clusterSource(command: Command): ClusterSource {
 /** --gmsa-design: the GMSA design admission runs. */
 export function gmsaDesign(command: Command): GmsaDesign {
   return command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().gmsaDesign;
+}
+
+/** Go's strconv.ParseBool, as the webhook reads RANDOM_HOSTNAME. */
+const goBools: Record<string, boolean> = { '1': true, t: true, T: true, TRUE: true, true: true, True: true, '0': false, f: false, F: false, FALSE: false, false: false, False: false };
+
+/**
+ * --random-hostname, else the RANDOM_HOSTNAME variable read as the webhook reads it (Go's
+ * ParseBool): the webhook's EnableRandomHostName; false when neither is given.
+ */
+export function randomHostname(command: Command, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>().randomHostname === true) return true;
+  const value = env['RANDOM_HOSTNAME'];
+  if (value === undefined) return false;
+  const parsed = goBools[value];
+  if (parsed === undefined) throw new UsageError(`unable to parse environment variable RANDOM_HOSTNAME with value ${value} to bool`);
+  return parsed;
 }
 
 /** kubectl's impersonation: --as-group without --as is refused, as kubectl refuses it. */

@@ -23,7 +23,7 @@ import { createLogger } from '../log.js';
 import { loadExampleManifest, ExampleManifestError, type ExampleManifest } from '../demo/example-manifest.js';
 import { runExample, type ExampleReport } from '../demo/run-example.js';
 import type { FieldValidation } from '../kubelet/api-decoding.js';
-import { ManifestErrors } from '../kubelet/manifests.js';
+import { ManifestError, ManifestErrors } from '../kubelet/manifests.js';
 import { deleteNodePod } from '../kubelet/node-pods.js';
 import { admissionErrorText, alreadyExistsText, describePod, formatPodTable, manifestErrorTexts } from '../kubelet/pod-printers.js';
 import { PodPrinter } from '../kubelet/pod-output.js';
@@ -36,7 +36,7 @@ import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { UsageError, integerFlag, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';
 import { durationMs, formatGoDuration } from './go-duration.js';
 import { withExamples } from './help-examples.js';
-import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, nodeSettings, requestUser, type NodeSettings } from './kubelet-flags.js';
+import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, nodeSettings, randomHostname, requestUser, type NodeSettings } from './kubelet-flags.js';
 import { kubeletGet, noResourcesText, outputFlag, podNames, printable, selectViews, selectorFlag, type GetFlags } from './kubelet-get.js';
 import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kubelet-logs.js';
 import { connectRuntime, withRuntime } from './kubelet-runtime.js';
@@ -129,6 +129,7 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
         cluster,
         user,
         design: gmsaDesign(command),
+        randomHostname: randomHostname(command),
         podLogsRoot: settings.podLogsRoot,
         nodeName: settings.hostname,
         callTimeoutMs: settings.callTimeoutMs,
@@ -151,8 +152,14 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
     const started: string[] = [];
     for (const result of results) {
       if (result.stage === 'manifest') manifestErrors.push(result.error);
-      else if (result.stage === 'admission') writeError(admissionErrorText(result.error, result.pod.metadata?.name ?? '', result.source.file));
+      else if (result.stage === 'admission' && result.error.fields !== undefined) {
+        // A 422 from field validation reads as kubectl prints it, as a file's invalid pod always did.
+        const object = { kind: 'Pod', name: result.pod.metadata?.name ?? '' };
+        manifestErrors.push(...result.error.fields.map((f) => new ManifestError(result.source, f, object)));
+      } else if (result.stage === 'admission') writeError(admissionErrorText(result.error, result.pod.metadata?.name ?? '', result.source.file, result.operation));
       else if (result.stage === 'exists') writeError(alreadyExistsText(result.pod.metadata?.name ?? '', result.source.file));
+      // The pod was created; the kubelet refused to run it (its status: Failed, with this reason).
+      else if (result.stage === 'rejected') writeError(`pod ${JSON.stringify(result.pod.metadata?.name ?? '')} failed: ${result.reason}: ${result.message}`);
       else started.push(result.pod.metadata!.uid!);
       if (result.stage !== 'runtime') failed = true;
     }

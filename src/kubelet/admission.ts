@@ -20,10 +20,13 @@
  * account exists (defaulted to `default`). Texts and codes of every rejection are upstream's where
  * upstream has one.
  */
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
 import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup, namespaceExists, type ClusterSnapshot } from './cluster.js';
+import { formatFieldError, type FieldError } from './field-errors.js';
 import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
+import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
 
 /** A refused admission: the HTTP status code the API server answers with and the message. */
 export class AdmissionError extends Error {
@@ -32,13 +35,26 @@ export class AdmissionError extends Error {
     message: string,
     /** Which admission step refused: shown to users as upstream does (webhook name, plugin). */
     readonly by: AdmissionStep,
+    /** For `validation` (422 Invalid): every field error, in upstream order. */
+    readonly fields?: readonly FieldError[],
   ) {
     super(message);
     this.name = 'AdmissionError';
   }
 }
 
-export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'GMSAAuthorizer' | 'gmsa-webhook';
+/** `validation`: the API server's field validation of the (mutated) object, between the two admission phases. */
+export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'GMSAAuthorizer' | 'gmsa-webhook' | 'validation';
+
+/**
+ * errors.NewInvalid (apimachinery v0.34.12 pkg/api/errors): `Pod "x" is invalid: <aggregate>`,
+ * where the aggregate is the one message, or several in brackets joined by ", " (duplicates dropped).
+ */
+export function invalidPodError(name: string, fields: readonly FieldError[]): AdmissionError {
+  const messages = [...new Set(fields.map(formatFieldError))];
+  const aggregate = messages.length === 1 ? messages[0]! : `[${messages.join(', ')}]`;
+  return new AdmissionError(http.unprocessable, `Pod ${JSON.stringify(name)} is invalid: ${aggregate}`, 'validation', fields);
+}
 
 /** The GMSA designs a user picks by name; `webhook` is what shipped. */
 export type GmsaDesign = 'webhook' | 'kep-configmap' | 'alpha-1.14';
@@ -60,6 +76,15 @@ export interface AdmissionContext {
   readonly user: UserInfo;
   /** The GMSA design the cluster runs; `webhook` (the shipped one) by default. */
   readonly design?: GmsaDesign;
+  /**
+   * The windows-gmsa webhook's RANDOM_HOSTNAME (its Helm chart's `randomHostname`, default
+   * false): a pod with a gMSA and no spec.hostname gets a random 15-character one.
+   */
+  readonly randomHostname?: boolean;
+  /** Where random hostnames come from (a lowercase UUID by default); replaceable in tests. */
+  readonly uuid?: () => string;
+  /** The API server's field validation options (--allow-privileged). */
+  readonly validation?: PodValidationOptions;
 }
 
 /** kubectl with an admin kubeconfig: a member of system:masters. */
@@ -156,13 +181,33 @@ function windowsOptionsSites(pod: V1Pod): WindowsOptionsSite[] {
   return sites;
 }
 
-/** The mutating webhook: inline the named resource's credspec where a name has no contents yet. */
-export function mutateGmsaWebhook(pod: V1Pod, cluster: ClusterSnapshot): V1Pod {
+/** The webhook's generateUUID: the first 15 characters of a random UUID, in lower case. */
+export const randomGmsaHostname = (uuid: () => string = randomUUID): string => uuid().slice(0, 15).toLowerCase();
+
+export interface GmsaMutationOptions {
+  /** EnableRandomHostName (RANDOM_HOSTNAME). */
+  readonly randomHostname?: boolean;
+  readonly uuid?: () => string;
+}
+
+/**
+ * mutateCreateRequest (windows-gmsa admission-webhook/webhook.go): inline the named resource's
+ * credspec where a name has no contents yet; with EnableRandomHostName, a pod where any
+ * gmsaCredentialSpecName is set (pod or regular container) and spec.hostname is empty gets a
+ * random hostname. A hostname the pod sets is kept.
+ */
+export function mutateGmsaWebhook(pod: V1Pod, cluster: ClusterSnapshot, options: GmsaMutationOptions = {}): V1Pod {
   const mutated = structuredClone(pod);
+  let hasGmsa = false;
   for (const site of windowsOptionsSites(mutated)) {
-    if (site.options.gmsaCredentialSpecName !== undefined && site.options.gmsaCredentialSpec === undefined) {
+    if (site.options.gmsaCredentialSpecName === undefined) continue;
+    hasGmsa = true;
+    if (site.options.gmsaCredentialSpec === undefined) {
       site.options.gmsaCredentialSpec = retrieveCredSpecContents(cluster, site.options.gmsaCredentialSpecName);
     }
+  }
+  if (hasGmsa && options.randomHostname === true && (mutated.spec!.hostname ?? '') === '') {
+    mutated.spec!.hostname = randomGmsaHostname(options.uuid);
   }
   return mutated;
 }
@@ -383,7 +428,20 @@ export function admitServiceAccount(pod: V1Pod, namespace: string, cluster: Clus
   return admitted;
 }
 
-/** Admits a pod on CREATE through every step in order; the input pod is never modified. */
+/** The API server's field validation of the object admission produced: 422 with every field. */
+function validateAdmitted(pod: V1Pod, context: AdmissionContext): void {
+  const fields = validatePod(pod, context.validation ?? defaultPodValidationOptions);
+  if (fields.length > 0) throw invalidPodError(pod.metadata?.name ?? '', fields);
+}
+
+/**
+ * A pod CREATE as the API server runs it (apiserver v0.34.12 endpoints/handlers/create.go and
+ * registry/generic/registry/store.go Create): the mutating admission plugins in order
+ * (NamespaceLifecycle, ServiceAccount), then the mutating webhooks; then the strategy's field
+ * validation of the mutated pod (so an inlined credential spec over 64 KiB is a 422 here, at
+ * creation); then the validating admission (the validating webhook). The first step that
+ * refuses answers. The input pod is never modified.
+ */
 export function admitPod(pod: V1Pod, context: AdmissionContext): AdmissionResult {
   const namespace = pod.metadata?.namespace || 'default';
   try {
@@ -391,14 +449,22 @@ export function admitPod(pod: V1Pod, context: AdmissionContext): AdmissionResult
     let admitted = admitServiceAccount(pod, namespace, context.cluster);
     switch (context.design ?? defaultGmsaDesign) {
       case 'webhook':
-        admitted = mutateGmsaWebhook(admitted, context.cluster);
+        admitted = mutateGmsaWebhook(admitted, context.cluster, {
+          ...(context.randomHostname === undefined ? {} : { randomHostname: context.randomHostname }),
+          ...(context.uuid === undefined ? {} : { uuid: context.uuid }),
+        });
+        validateAdmitted(admitted, context);
         validateGmsaWebhookCreate(admitted, namespace, context.cluster);
         break;
       case 'kep-configmap':
+        // The KEP's GMSAAuthorizer checks and inlines in one in-tree plugin, before validation.
         admitted = admitGmsaConfigMap(admitted, namespace, context.user, context.cluster);
+        validateAdmitted(admitted, context);
         break;
       case 'alpha-1.14':
+        // The alpha webhook was a mutating one: it wrote annotations, which validation then checked.
         admitted = admitGmsaAlphaWebhook(admitted, namespace, context.cluster);
+        validateAdmitted(admitted, context);
         break;
     }
     return { allowed: true, pod: admitted };

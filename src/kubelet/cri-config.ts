@@ -10,7 +10,7 @@ import type { KeyValue } from '../generated/runtime/v1/KeyValue.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
 import type { PortMapping } from '../generated/runtime/v1/PortMapping.js';
 import type { WindowsContainerResources } from '../generated/runtime/v1/WindowsContainerResources.js';
-import { containerWindowsSecurityContext, KubeletConfigError, sandboxWindowsSecurityContext, verifyRunAsNonRoot } from './security-context.js';
+import { containerWindowsSecurityContext, KubeletConfigError, linuxSandboxConfig, sandboxWindowsSecurityContext, verifyRunAsNonRoot } from './security-context.js';
 
 /** The kubelet's own labels (pkg/kubelet/types/labels.go). */
 export const KubernetesPodNameLabel = 'io.kubernetes.pod.name';
@@ -66,6 +66,7 @@ export function buildPodSandboxConfig(pod: V1Pod, options: SandboxConfigOptions)
     annotations: { ...(m.annotations ?? {}) },
     log_directory: podLogsDirectory(options.podLogsRoot, pod),
     port_mappings: portMappings(pod),
+    linux: linuxSandboxConfig(pod),
     windows: { security_context: sandboxWindowsSecurityContext(pod) },
   };
   // A host-network pod keeps the node's hostname: the kubelet sends none.
@@ -232,7 +233,10 @@ export interface ContainerConfigOptions {
   readonly configMaps?: readonly V1ConfigMap[];
   readonly nodeName?: string;
   readonly nodeCpuCount?: number;
-  /** The image's configured user (ImageStatus), for the runAsNonRoot check; '' when unknown. */
+  /**
+   * The image's configured user as getImageUser reads it (ImageStatus username; '' when the image
+   * has a uid or no user): the runAsNonRoot check and the default run_as_username.
+   */
   readonly imageUser?: string;
   /** The image reference EnsureImageExists resolved (the image id); the spec's image when absent. */
   readonly imageRef?: string;
@@ -275,7 +279,7 @@ export function buildContainerConfig(pod: V1Pod, container: V1Container, options
     tty: container.tty === true,
     windows: {
       resources: windowsResources(container, options.nodeCpuCount ?? 2),
-      security_context: containerWindowsSecurityContext(pod, container),
+      security_context: containerWindowsSecurityContext(pod, container, options.imageUser ?? ''),
     },
   };
   return config;

@@ -215,6 +215,12 @@ export interface LoadedPod {
 export interface PodManifestOptions {
   readonly defaultNamespace?: string;
   readonly validation?: PodValidationOptions;
+  /**
+   * Whether a Pod's field validation runs when the file is read (default true). `kubelet run` turns
+   * it off and validates in the API server's order instead, after the mutating admission
+   * (admitPod). Workloads are always validated here: their create validates the template.
+   */
+  readonly validate?: boolean;
   /** Unknown fields: refused (Strict, the default, as kubectl's --validate=strict), reported as warnings (Warn), or dropped (Ignore). */
   readonly fieldValidation?: FieldValidation;
   /** Told each warning (an unknown field under Warn), as kubectl prints `Warning: …` lines. */
@@ -283,7 +289,8 @@ export function podFromDocument(doc: ParsedDocument, options: PodManifestOptions
   }
   const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata, spec: raw['spec'] as V1Pod['spec'] };
 
-  const validationErrors = validatePod(pod, options.validation ?? defaultPodValidationOptions);
+  // A workload is validated as itself, template included, when it is created; its pods later.
+  const validationErrors = options.validate === false && kind === 'Pod' ? [] : validatePod(pod, options.validation ?? defaultPodValidationOptions);
   if (validationErrors.length > 0) {
     const object = { kind: 'Pod', name: metadata.name ?? '' };
     const located = validationErrors.map((e) => (kind === 'Pod' || !e.path.startsWith('spec') ? e : { ...e, path: prefix + e.path }));

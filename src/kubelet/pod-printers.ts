@@ -193,14 +193,17 @@ const httpReasons: Record<number, string> = {
  * without a reason (webhook errors.ToStatusErr), so kubectl prints `Error from server: …`; the
  * in-tree plugins answer with a reason and, for Forbidden, the `pods "x" is forbidden: ` prefix.
  */
-export function admissionErrorText(error: AdmissionError, podName: string, file: string): string {
+export function admissionErrorText(error: AdmissionError, podName: string, file: string, operation: 'create' | 'update' = 'create'): string {
+  // kubectl apply says `error when applying patch:` followed by the patch and the object; the
+  // patch and object are left out here.
+  const when = operation === 'update' ? `error when applying patch to ${JSON.stringify(file)}` : `error when creating ${JSON.stringify(file)}`;
   if (error.by === 'gmsa-webhook') {
-    return `Error from server: error when creating ${JSON.stringify(file)}: admission webhook ${JSON.stringify(gmsaWebhookName)} denied the request: ${error.message}`;
+    return `Error from server: ${when}: admission webhook ${JSON.stringify(gmsaWebhookName)} denied the request: ${error.message}`;
   }
   const reason = httpReasons[error.code] ?? 'InternalError';
   const forbiddenPrefix = `pods ${JSON.stringify(podName)} is forbidden: `;
   const message = error.code === 403 && !error.message.startsWith(forbiddenPrefix) ? `${forbiddenPrefix}${error.message}` : error.message;
-  return `Error from server (${reason}): error when creating ${JSON.stringify(file)}: ${message}`;
+  return `Error from server (${reason}): ${when}: ${message}`;
 }
 
 /** `pods "x" already exists`, for a pod the node runs already. */

@@ -32,6 +32,11 @@ export interface RecordedEvent extends PodEvent {
 
 export interface PodRecord {
   readonly pod: V1Pod;
+  /**
+   * The pod as its file gave it when it was last run (kubectl's last-applied configuration):
+   * `kubelet run` of a changed file compares against it and updates the pod (pod-update.ts).
+   */
+  readonly applied?: V1Pod;
   readonly source?: ManifestSource;
   /** When the kubelet first synced the pod (RFC 3339): the pod's start time. */
   readonly startTime: string;
@@ -75,9 +80,10 @@ export function containerRecords(previous: Readonly<Record<string, ContainerReco
 }
 
 /** The record of a pod after its first sync. */
-export function recordFirstSync(pod: V1Pod, source: ManifestSource | undefined, outcome: PodOutcome, at = new Date()): PodRecord {
+export function recordFirstSync(pod: V1Pod, source: ManifestSource | undefined, outcome: PodOutcome, at = new Date(), applied?: V1Pod): PodRecord {
   return {
     pod,
+    ...(applied === undefined ? {} : { applied }),
     ...(source === undefined ? {} : { source }),
     startTime: at.toISOString(),
     sandboxCreated: outcome.sandboxId !== undefined,

@@ -316,7 +316,7 @@ async function ensureImage(
   }
   if (present !== null && present !== undefined) {
     event('Normal', 'Pulled', `Container image ${JSON.stringify(image)} already present on machine`);
-    return { ref: present.id, user: present.username };
+    return { ref: present.id, user: imageUser(present) };
   }
   if (policy === 'Never') {
     const message = `Container image ${JSON.stringify(image)} is not present with pull policy of Never`;
@@ -337,7 +337,12 @@ async function ensureImage(
   }
   event('Normal', 'Pulled', `Successfully pulled image ${JSON.stringify(image)} in ${((Date.now() - began) / 1000).toFixed(3)}s`);
   present = await status();
-  return { ref: present?.id ?? '', user: present?.username ?? '' };
+  return { ref: present?.id ?? '', user: present === null || present === undefined ? '' : imageUser(present) };
+}
+
+/** getImageUser (kuberuntime helpers.go, kubernetes v1.34.12): an image with a uid has no user name. */
+function imageUser(image: { uid?: unknown; username: string }): string {
+  return image.uid !== null && image.uid !== undefined ? '' : image.username;
 }
 
 /** Polls ContainerStatus until the init container exits, within a bounded time. */

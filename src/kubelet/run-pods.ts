@@ -1,6 +1,7 @@
 /**
- * The fake kubelet's pipeline for `kubelet run`: pod files → decode and API validation →
- * admission (namespace, service account, GMSA in all its designs) → one SyncPod pass over CRI.
+ * The fake kubelet's pipeline for `kubelet run`: pod files → decode → the API server's create
+ * (mutating admission: namespace, service account, GMSA in all its designs; field validation of
+ * the mutated pod; validating admission) → one SyncPod pass over CRI.
  * A pod stopped at any stage is never started; the others go on. The cluster is read once, and a
  * broken cluster manifest stops everything before any pod is touched. Like the kubelet's pod
  * workers (one per pod), pods go through their pass side by side, a bounded number at a time;
@@ -11,17 +12,23 @@ import type { CriClient } from '../cri/proto.js';
 import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
+import { admitPodOs } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
-import { recordFirstSync, type PodRecordStore } from './pod-records.js';
+import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
+import { appliedPod, fileChanged, updatePod } from './pod-update.js';
+import { syncPodUpdate } from './pod-update-sync.js';
 import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
 import type { UserInfo } from './rbac.js';
 
 /** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
 export type PodRunResult =
   | { readonly stage: 'manifest'; readonly error: Error }
-  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number }
+  /** `operation` update: the pod existed and its file changed, so the request was an UPDATE. */
+  | { readonly stage: 'admission'; readonly pod: V1Pod; readonly source: ManifestSource; readonly error: AdmissionError; readonly durationMs?: number; readonly operation?: 'create' | 'update' }
   /** The node runs a pod of that namespace and name already: a second create is refused (409). */
   | { readonly stage: 'exists'; readonly pod: V1Pod; readonly source: ManifestSource; readonly durationMs?: number }
+  /** The API server stored the pod; the kubelet's own admission refused it (PodOSNotSupported, …): phase Failed. */
+  | { readonly stage: 'rejected'; readonly pod: V1Pod; readonly source: ManifestSource; readonly reason: string; readonly message: string; readonly durationMs?: number }
   | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome; readonly durationMs?: number };
 
 /** How many pods go through their pass at the same time unless told otherwise. */
@@ -34,6 +41,10 @@ export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'i
   readonly user: UserInfo;
   /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
   readonly design?: GmsaDesign;
+  /** The windows-gmsa webhook's RANDOM_HOSTNAME (`--random-hostname`); off by default, as in its chart. */
+  readonly randomHostname?: boolean;
+  /** Where random hostnames come from; replaceable in tests. */
+  readonly uuid?: () => string;
   readonly manifests?: PodManifestOptions;
   /** Where each started pod's record is written (`kubelet get`/`describe` read them back). */
   readonly records?: PodRecordStore;
@@ -56,7 +67,42 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     return names;
   };
   const nodeHas = async (pod: V1Pod): Promise<boolean> => (await (existing ??= readExisting())).has(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  // The records of the pods the node has, by namespace/name, read once when first needed.
+  let recorded: Promise<Map<string, PodRecord>> | undefined;
+  const recordOf = async (pod: V1Pod): Promise<PodRecord | undefined> => {
+    recorded ??= (async () => new Map(((await options.records?.list()) ?? []).map((r) => [`${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`, r])))();
+    return (await recorded).get(`${pod.metadata?.namespace}/${pod.metadata?.name}`);
+  };
+  const admissionContext = {
+    cluster,
+    user: options.user,
+    ...(options.design === undefined ? {} : { design: options.design }),
+    ...(options.randomHostname === undefined ? {} : { randomHostname: options.randomHostname }),
+    ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
+    ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
+  };
   const workerOptions: PodWorkerOptions = { ...options, configMaps: cluster.configMaps, imagePulls: new ImagePulls() };
+
+  /** The UPDATE through the API server's steps; when accepted, the kubelet syncs the change. */
+  const runUpdate = async (file: V1Pod, source: ManifestSource, record: PodRecord): Promise<Exclude<PodRunResult, { stage: 'manifest' }>> => {
+    const live = record.pod;
+    const update = updatePod(appliedPod(live, record.applied!, file), live, admissionContext);
+    if (!update.allowed) return { stage: 'admission', pod: live, source, error: update.error, operation: 'update' };
+    const nodePod = (await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).find((p) => p.uid === live.metadata?.uid);
+    if (nodePod === undefined) return { stage: 'exists', pod: live, source };
+    const outcome = await syncPodUpdate(cri, live, update.pod, nodePod, workerOptions);
+    const at = new Date();
+    const attempts: Record<string, number> = {};
+    for (const c of nodePod.containers) attempts[c.name] = Math.max(attempts[c.name] ?? 0, c.attempt + 1);
+    await options.records?.save({
+      ...record,
+      pod: update.pod,
+      applied: file,
+      containers: containerRecords(record.containers, outcome.containers.filter((c) => outcome.events.some((e) => e.container === c.name)), attempts),
+      events: mergeEvents(record.events, outcome.events, at),
+    });
+    return { stage: 'runtime', pod: update.pod, source, outcome };
+  };
 
   // Pods send RunPodSandbox in file order, so the runtime numbers them (pod IPs) as one after
   // another would; a pod that never gets that far gives up its turn.
@@ -65,13 +111,24 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     const began = performance.now();
     const durationMs = (): number => performance.now() - began;
     try {
-      const admission = admitPod(pod, { cluster, user: options.user, ...(options.design === undefined ? {} : { design: options.design }) });
+      // A pod the node has, whose file changed since it was run: an UPDATE (as kubectl apply).
+      // The records are read first: a pod the kubelet never ran is a create, and a create that
+      // admission refuses never reaches the runtime.
+      const record = await recordOf(pod);
+      if (record?.applied !== undefined && record.sandboxCreated && fileChanged(record.applied, pod) && (await nodeHas(pod))) {
+        return { ...(await runUpdate(pod, source, record)), durationMs: durationMs() };
+      }
+      // Otherwise a CREATE; for a pod the node has, storage refuses it after admission (409).
+      const admission = admitPod(pod, admissionContext);
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
+      // The kubelet's admit handlers (lifecycle/predicate.go): a pod for another OS is never run.
+      const rejection = admitPodOs(admission.pod);
+      if (rejection !== undefined) return { stage: 'rejected', pod: admission.pod, source, ...rejection, durationMs: durationMs() };
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
-      await options.records?.save(recordFirstSync(admission.pod, source, outcome));
+      await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod));
       return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };
     } finally {
       sandboxTurn.release();
@@ -107,7 +164,8 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       else return;
     }
   };
-  const loader = loadPodFiles(files, options.manifests, (loaded) => {
+  // Field validation runs inside admission, on the mutated pod, as the API server orders it.
+  const loader = loadPodFiles(files, { ...options.manifests, validate: false }, (loaded) => {
     queue.push(loaded);
     signal();
   }).finally(() => {
@@ -143,6 +201,8 @@ export function summarizePodRun(result: PodRunResult): PodSummary {
   const name = result.pod.metadata?.name ?? '';
   const total = result.pod.spec?.containers.length ?? 0;
   if (result.stage === 'exists') return { namespace, name, ready: `0/${total}`, status: 'AlreadyExists', detail: `pods ${JSON.stringify(name)} already exists` };
+  // printPod shows a failed pod's status.reason.
+  if (result.stage === 'rejected') return { namespace, name, ready: `0/${total}`, status: result.reason, detail: result.message };
   if (result.stage === 'admission') {
     return { namespace, name, ready: `0/${total}`, status: httpReasons[result.error.code] ?? String(result.error.code), detail: describeRejection(result.error) };
   }

@@ -64,6 +64,10 @@ export function runReportCases(results: readonly PodRunResult[], views: readonly
       cases.push({ name: pod, namespace, pod, outcome: 'failed', reason: httpReasons[result.error.code] ?? String(result.error.code), message: describeRejection(result.error), durationSeconds });
       continue;
     }
+    if (result.stage === 'rejected') {
+      cases.push({ name: pod, namespace, pod, outcome: 'failed', reason: result.reason, message: result.message, durationSeconds });
+      continue;
+    }
     if (result.stage === 'exists') {
       cases.push({ name: pod, namespace, pod, outcome: 'failed', reason: 'AlreadyExists', message: `pods ${JSON.stringify(pod)} already exists`, durationSeconds });
       continue;

@@ -4,7 +4,9 @@
  * parts of pkg/kubelet/kuberuntime). Pure functions, no I/O.
  */
 import type { V1Container, V1Pod, V1SecurityContext, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
-import { NamespaceMode, type NamespaceMode__Output } from '../generated/runtime/v1/NamespaceMode.js';
+import { NamespaceMode } from '../generated/runtime/v1/NamespaceMode.js';
+import type { LinuxPodSandboxConfig } from '../generated/runtime/v1/LinuxPodSandboxConfig.js';
+import type { NamespaceOption } from '../generated/runtime/v1/NamespaceOption.js';
 import type { WindowsContainerSecurityContext } from '../generated/runtime/v1/WindowsContainerSecurityContext.js';
 import type { WindowsSandboxSecurityContext } from '../generated/runtime/v1/WindowsSandboxSecurityContext.js';
 
@@ -96,10 +98,12 @@ export function isHostProcessContainer(pod: V1Pod, container: V1Container): bool
 export const hasWindowsHostProcessContainer = (pod: V1Pod): boolean => allContainers(pod).some((c) => isHostProcessContainer(pod, c));
 export const allContainersAreWindowsHostProcess = (pod: V1Pod): boolean => allContainers(pod).every((c) => isHostProcessContainer(pod, c));
 
-/** The sandbox's Windows security context as sent, every field set. */
-export type SandboxWindowsSecurityContext = Required<Omit<WindowsSandboxSecurityContext, 'namespace_options'>> & {
-  namespace_options: { network: NamespaceMode__Output };
-};
+/**
+ * The sandbox's Windows security context as sent. The kubelet v1.34 never sets its
+ * namespace_options (kuberuntime_sandbox.go generatePodSandboxWindowsConfig): the namespaces
+ * travel in the Linux half of the config, which a Windows kubelet sends as well.
+ */
+export type SandboxWindowsSecurityContext = Required<Omit<WindowsSandboxSecurityContext, 'namespace_options'>>;
 
 /** The container's Windows security context as sent, every field set. */
 export type ContainerWindowsSecurityContext = Required<WindowsContainerSecurityContext>;
@@ -111,12 +115,7 @@ export type ContainerWindowsSecurityContext = Required<WindowsContainerSecurityC
  */
 export function sandboxWindowsSecurityContext(pod: V1Pod): SandboxWindowsSecurityContext {
   const hostNetwork = pod.spec?.hostNetwork === true;
-  const context: SandboxWindowsSecurityContext = {
-    run_as_username: '',
-    credential_spec: '',
-    host_process: false,
-    namespace_options: { network: hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD },
-  };
+  const context: SandboxWindowsSecurityContext = { run_as_username: '', credential_spec: '', host_process: false };
   const hostProcess = hasWindowsHostProcessContainer(pod);
   if (hostProcess) {
     if (!allContainersAreWindowsHostProcess(pod)) {
@@ -136,13 +135,50 @@ export function sandboxWindowsSecurityContext(pod: V1Pod): SandboxWindowsSecurit
 }
 
 /**
+ * NamespacesForPod (pkg/kubelet/kuberuntime/util/util.go, kubernetes v1.34.12): ipc NODE with
+ * hostIPC, network NODE with hostNetwork, pid NODE with hostPID, POD with shareProcessNamespace,
+ * else CONTAINER. No userns_options: the Windows user-namespace manager returns none.
+ */
+export function namespacesForPod(pod: V1Pod): NamespaceOption {
+  const spec = pod.spec;
+  const pid = spec?.hostPID === true ? NamespaceMode.NODE : spec?.shareProcessNamespace === true ? NamespaceMode.POD : NamespaceMode.CONTAINER;
+  return {
+    ipc: spec?.hostIPC === true ? NamespaceMode.NODE : NamespaceMode.POD,
+    network: spec?.hostNetwork === true ? NamespaceMode.NODE : NamespaceMode.POD,
+    pid,
+  };
+}
+
+/**
+ * generatePodSandboxLinuxConfig as a Windows kubelet v1.34 runs it (kuberuntime_sandbox.go): it is
+ * sent for Windows pods too. No cgroup parent (the Windows pod container manager has none),
+ * privileged only with a privileged container (which the API refuses on a Windows pod), seccomp
+ * RuntimeDefault, the pod's sysctls (none allowed on Windows), and the namespace options: the API
+ * server defaults a pod's securityContext to `{}`, so they are always there. The user and group
+ * fields are skipped on Windows.
+ */
+export function linuxSandboxConfig(pod: V1Pod): LinuxPodSandboxConfig {
+  const privileged = allContainers(pod).some((c) => c.securityContext?.privileged === true);
+  const sysctls: Record<string, string> = {};
+  for (const s of pod.spec?.securityContext?.sysctls ?? []) sysctls[s.name] = s.value;
+  return {
+    cgroup_parent: '',
+    security_context: { privileged, seccomp: { profile_type: 'RuntimeDefault' }, namespace_options: namespacesForPod(pod) },
+    sysctls,
+  };
+}
+
+/**
  * The container's Windows security context from its effective context. The kubelet never reads
  * gmsaCredentialSpecName: only inlined contents reach the runtime, so a name alone means no gMSA.
  */
-export function containerWindowsSecurityContext(pod: V1Pod, container: V1Container): ContainerWindowsSecurityContext {
+export function containerWindowsSecurityContext(pod: V1Pod, container: V1Container, imageUser = ''): ContainerWindowsSecurityContext {
   const options = determineEffectiveSecurityContext(pod, container)?.windowsOptions;
   return {
-    run_as_username: options?.runAsUserName ?? '',
+    // generateWindowsContainerConfig (kuberuntime_container_windows.go, kubernetes v1.34.12): the
+    // image's user (getImageUser: ImageStatus username, '' when the image has a uid) is the base,
+    // runAsUserName overrides it.
+    run_as_username: options?.runAsUserName ?? imageUser,
     credential_spec: options?.gmsaCredentialSpec ?? '',
     host_process: options?.hostProcess === true,
   };

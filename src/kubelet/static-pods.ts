@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type * as grpc from '@grpc/grpc-js';
 import type { CriClient } from '../cri/proto.js';
-import { admitPod, describeRejection, readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
+import { readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
@@ -25,6 +25,7 @@ import { runPodOnce, startContainer, type ContainerKind, type PodEvent, type Pod
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore } from './pod-records.js';
 import { nanosToTime } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
+import { admitPodOs } from './kubelet-admission.js';
 
 export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly manifestDir: string;
@@ -135,18 +136,23 @@ export class StaticPodSyncLoop {
 
     const admitted: V1Pod[] = [];
     const design = this.options.design;
-    const admit = (pod: V1Pod) => admitPod(pod, { cluster, user: this.options.user, ...(design === undefined ? {} : { design }) });
+    // A static pod runs as its file is written (pkg/kubelet/config/file.go): no API admission
+    // plugin and no webhook sees it, so a gmsaCredentialSpecName is never inlined and the pod runs
+    // without a credential spec. Only the kubelet's own checks apply (kubelet-admission.ts).
+    const admit = (pod: V1Pod): { allowed: true; pod: V1Pod } | { allowed: false; message: string } => {
+      const rejection = admitPodOs(pod);
+      return rejection === undefined ? { allowed: true, pod } : { allowed: false, message: `${rejection.reason}: ${rejection.message}` };
+    };
     for (const { pod, source } of loaded) {
       const uid = pod.metadata!.uid!;
       const running = onNode.get(uid);
       if (running === undefined) {
-        // Admission happens once, when the pod is created.
         const result = admit(pod);
         if (!result.allowed) {
-          refused.push(`${key(pod)}: ${describeRejection(result.error)}`);
+          refused.push(`${key(pod)}: ${result.message}`);
           continue;
         }
-        // The 1.14 kubelet read the alpha webhook's annotations itself.
+        // The 1.14 kubelet read the GMSA annotations itself, static pods' too.
         const runnable = design === 'alpha-1.14' ? readAlphaCredentialSpecs(result.pod) : result.pod;
         const outcome = await runPodOnce(this.cri, runnable, workerOptions);
         events.push(...outcome.events.map((e) => ({ ...e, pod: key(pod) })));
@@ -160,8 +166,8 @@ export class StaticPodSyncLoop {
         admitted.push(result.pod);
         continue;
       }
-      // A pod found running that this loop did not start (the kubelet restarted): admission is
-      // pure, so admitting it again gives the spec it was started with.
+      // A pod found running that this loop did not start (the kubelet restarted): the file's pod
+      // is the spec it was started with.
       let admittedPod = this.admittedPods.get(uid);
       if (admittedPod === undefined) {
         const result = admit(pod);

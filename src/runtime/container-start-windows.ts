@@ -4,6 +4,7 @@ import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
 import type { CredentialSpecDocument } from './windows/credential-spec.js';
 import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
+import { currentIdentity } from './windows/shared-gmsa-trust.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
@@ -76,7 +77,8 @@ export function windowsIdentity(ctx: RuntimeContext, container: ContainerRecord)
 /** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
 export function containerPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
   const identity = windowsIdentity(ctx, container);
-  return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
+  // Before WS2019 a later container with the same gMSA and hostname takes the secure channel.
+  return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: currentIdentity(ctx, container, identity, (c) => windowsIdentity(ctx, c)) };
 }
 
 /**

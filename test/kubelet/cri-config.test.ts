@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { buildContainerConfig, buildPodSandboxConfig, expand, parseQuantity, podHostname } from '../../src/kubelet/cri-config.js';
 import { KubeletConfigError } from '../../src/kubelet/security-context.js';
 
@@ -41,9 +41,35 @@ describe('PodSandboxConfig (generatePodSandboxConfig)', () => {
       labels: { app: 'web', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'apps', 'io.kubernetes.pod.uid': 'uid-1' },
       annotations: { note: 'x' },
       port_mappings: [{ protocol: 0, container_port: 80, host_port: 8080, host_ip: '' }],
-      windows: { security_context: { run_as_username: 'ContainerUser', credential_spec: spec, host_process: false, namespace_options: { network: 0 } } },
+      // kuberuntime_sandbox.go generatePodSandboxConfig (kubernetes v1.34.12) sends the Linux half
+      // on Windows too: namespaces from NamespacesForPod (kuberuntime/util/util.go), seccomp
+      // RuntimeDefault, no cgroup parent; the Windows half has no namespace_options.
+      linux: {
+        cgroup_parent: '',
+        security_context: { privileged: false, seccomp: { profile_type: 'RuntimeDefault' }, namespace_options: { ipc: 0, network: 0, pid: 1 } },
+        sysctls: {},
+      },
+      windows: { security_context: { run_as_username: 'ContainerUser', credential_spec: spec, host_process: false } },
     });
   });
+
+  // NamespacesForPod (pkg/kubelet/kuberuntime/util/util.go, kubernetes v1.34.12): NODE for each
+  // host namespace, pid POD with shareProcessNamespace, else CONTAINER; no userns on Windows.
+  const namespaceCases: { name: string; spec: Partial<V1PodSpec>; expected: { ipc: number; network: number; pid: number } }[] = [
+    { name: 'defaults', spec: {}, expected: { ipc: 0, network: 0, pid: 1 } },
+    { name: 'hostNetwork', spec: { hostNetwork: true }, expected: { ipc: 0, network: 2, pid: 1 } },
+    { name: 'hostPID', spec: { hostPID: true }, expected: { ipc: 0, network: 0, pid: 2 } },
+    { name: 'hostIPC', spec: { hostIPC: true }, expected: { ipc: 2, network: 0, pid: 1 } },
+    { name: 'shareProcessNamespace', spec: { shareProcessNamespace: true }, expected: { ipc: 0, network: 0, pid: 0 } },
+  ];
+  for (const c of namespaceCases) {
+    it(`namespace_options as NamespacesForPod sets them: ${c.name}`, () => {
+      const pod = basePod();
+      Object.assign(pod.spec!, c.spec);
+      if (pod.spec!.hostNetwork === true) pod.spec!.containers[0]!.ports = [];
+      expect(buildPodSandboxConfig(pod, { podLogsRoot: '/tmp' }).linux?.security_context?.namespace_options).to.deep.equal(c.expected);
+    });
+  }
 
   it('sends no hostname for a host-network pod', () => {
     const pod = basePod();
@@ -90,6 +116,23 @@ describe('ContainerConfig (generateContainerConfig)', () => {
       resources: { cpu_maximum: '1250', memory_limit_in_bytes: String(256 * 1024 * 1024) },
       security_context: { run_as_username: 'ContainerUser', credential_spec: spec, host_process: false },
     });
+  });
+
+  // generateWindowsContainerConfig (pkg/kubelet/kuberuntime/kuberuntime_container_windows.go,
+  // kubernetes v1.34.12): run_as_username starts as the image's user (getImageUser) and the
+  // effective runAsUserName replaces it.
+  it("sends the image's user as run_as_username when the pod sets no runAsUserName", () => {
+    const pod = basePod();
+    delete pod.spec!.securityContext!.windowsOptions!.runAsUserName;
+    const config = buildContainerConfig(pod, pod.spec!.containers[0]!, { configMaps: settings, imageUser: 'ContainerUser' });
+    expect(config.windows?.security_context?.run_as_username).to.equal('ContainerUser');
+    expect(buildContainerConfig(pod, pod.spec!.containers[0]!, { configMaps: settings }).windows?.security_context?.run_as_username).to.equal('');
+  });
+
+  it("lets runAsUserName replace the image's user", () => {
+    const pod = basePod();
+    const config = buildContainerConfig(pod, pod.spec!.containers[0]!, { configMaps: settings, imageUser: 'ContainerAdministrator' });
+    expect(config.windows?.security_context?.run_as_username).to.equal('ContainerUser');
   });
 
   const refusals: { name: string; change: (c: V1Container, p: V1Pod) => void; message: string }[] = [

@@ -99,13 +99,14 @@ describe('container Windows security context (what the runtime receives)', () =>
 });
 
 describe('sandbox Windows security context (generatePodSandboxWindowsConfig)', () => {
-  it('takes the pod-level credential spec and runAsUserName, POD network namespace', () => {
+  // kuberuntime_sandbox.go generatePodSandboxWindowsConfig (kubernetes v1.34.12) never sets
+  // namespace_options: the Windows sandbox context has the three fields only.
+  it('takes the pod-level credential spec and runAsUserName, and no namespace_options', () => {
     const p = pod(win({ gmsaCredentialSpecName: 'webapp', gmsaCredentialSpec: '{"a":1}', runAsUserName: 'ContainerUser' }), [container()]);
     expect(sandboxWindowsSecurityContext(p)).to.deep.equal({
       run_as_username: 'ContainerUser',
       credential_spec: '{"a":1}',
       host_process: false,
-      namespace_options: { network: 0 },
     });
   });
 
@@ -114,9 +115,9 @@ describe('sandbox Windows security context (generatePodSandboxWindowsConfig)', (
     expect(sandboxWindowsSecurityContext(p).credential_spec).to.equal('');
   });
 
-  it('is host_process with NODE network when every container is HostProcess and hostNetwork is set', () => {
+  it('is host_process when every container is HostProcess and hostNetwork is set, still without namespace_options', () => {
     const p = pod(undefined, [container(win({ hostProcess: true }))], { hostNetwork: true });
-    expect(sandboxWindowsSecurityContext(p)).to.deep.include({ host_process: true, namespace_options: { network: 2 } });
+    expect(sandboxWindowsSecurityContext(p)).to.deep.equal({ run_as_username: '', credential_spec: '', host_process: true });
   });
 
   const refusals: { name: string; pod: V1Pod; message: string }[] = [

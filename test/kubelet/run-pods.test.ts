@@ -24,8 +24,9 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
       pollIntervalMs: 5,
     });
     const rows = results.map(summarizePodRun).map((r) => [r.name, r.ready, r.status]);
+    // Field validation is part of the API server's create (after the mutating admission), so
+    // the invalid pod is refused in its place in file order, with its name.
     expect(rows).to.deep.equal([
-      ['', '', 'Invalid'],
       ['webserver-kep', '1/1', 'Running'],
       ['webapp-gmsa-with-logger', '2/2', 'Running'],
       ['webapp-invalid-credspec', '0/1', 'CreateContainerError'],
@@ -34,10 +35,21 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
       ['reporting-webapp', '0/1', 'Forbidden'],
       ['run-as-username-container-demo', '1/1', 'Running'],
       ['run-as-username-pod-demo', '1/1', 'Running'],
+      ['broken', '0/1', 'Invalid'],
     ]);
-    expect(summarizePodRun(results[0]!).detail).to.equal(`${broken}: document 1: spec.containers[0].name: Required value`);
+    expect(summarizePodRun(results[8]!).detail).to.equal('Pod "broken" is invalid: spec.containers[0].name: Required value');
     // Only admitted pods got a sandbox: seven of the eight example pods, none for the broken file.
     expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(7);
+  });
+
+  // The API server accepts a linux pod; the Windows kubelet's admit handler refuses it
+  // (kubernetes v1.34.12 pkg/kubelet/lifecycle/predicate.go): no sandbox, phase Failed.
+  it('a pod for linux is admitted by the API and rejected by the kubelet: PodOSNotSupported', async () => {
+    const file = join(fx.dir, 'linux.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Pod\nmetadata: { name: tux }\nspec:\n  os: { name: linux }\n  containers: [{ name: main, image: busybox }]\n');
+    const [result] = await runPods(fx.cri, [file], { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(fx.dir, 'pods') });
+    expect(summarizePodRun(result!)).to.deep.include({ name: 'tux', ready: '0/1', status: 'PodOSNotSupported', detail: "Failed to admit pod as the OS field doesn't match node OS" });
+    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.deep.equal([]);
   });
 
   it('starts nothing when the cluster manifests are broken', async () => {

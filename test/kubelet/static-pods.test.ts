@@ -111,17 +111,21 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
     expect(row(fourth, 'crash')!.restarts).to.equal(2);
   });
 
-  it('a restarted container keeps the credential spec admission inlined', async () => {
+  // pkg/kubelet/config/file.go (kubernetes v1.34.12): a static pod runs as its file is written;
+  // no API admission and no windows-gmsa webhook sees it, so nothing inlines the credential spec.
+  it('runs a static pod with a gmsaCredentialSpecName and no inlined spec without a credential spec, restarts included', async () => {
     const gmsa = '  serviceAccountName: webapp\n  securityContext:\n    windowsOptions:\n      gmsaCredentialSpecName: webapplication1\n';
     await writeFile(join(manifests, 'gmsa.yaml'), podYaml('gmsa-crash', ['cmd', '/c', 'exit 1'], 'Always', 'contoso-apps', gmsa));
-    await loop.syncOnce();
+    expect((await loop.syncOnce()).started).to.deep.equal(['contoso-apps/gmsa-crash']);
     await exited('gmsa-crash');
     expect((await loop.syncOnce()).restarted).to.deep.equal(['contoso-apps/gmsa-crash']);
     const pod = (await listNodePods(cri)).find((p) => p.name === 'gmsa-crash')!;
-    const restarted = pod.containers.find((c) => c.attempt === 1)!;
-    // The runtime's verbose status echoes the config it was given (crictl inspect shows it).
-    const status = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: restarted.id, verbose: true });
-    expect(JSON.stringify(status.info)).to.include('WebApplication1');
+    expect(pod.containers).to.have.length(2);
+    for (const container of pod.containers) {
+      // The runtime's verbose status echoes the config it was given (crictl inspect shows it).
+      const status = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: container.id, verbose: true });
+      expect(JSON.stringify(status.info)).not.to.include('WebApplication1');
+    }
   });
 
   it('keeps the app container waiting while a failing init container backs off', async () => {
@@ -169,19 +173,23 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
     expect(after[0]!.uid).not.to.equal(uidOfB);
   });
 
-  it('reports refused pods and never runs them', async () => {
+  // The kubelet's checks are all a static pod meets: its own validation of the file
+  // (pkg/kubelet/config/common.go) and its admit handlers (pkg/kubelet/lifecycle/predicate.go,
+  // kubernetes v1.34.12). The webhook's service-account check is never reached.
+  it("refuses only what the kubelet itself refuses; the webhook's refusals do not apply", async () => {
     await writeFile(
       join(manifests, 'sa.yaml'),
-      podYaml('reporting', ['cmd', '/c', 'whoami'], 'Always', 'contoso-apps', '  serviceAccountName: reporting\n  securityContext:\n    windowsOptions:\n      gmsaCredentialSpecName: webapplication1\n'),
+      podYaml('reporting', ['ping', '-t', 'localhost'], 'Always', 'contoso-apps', '  serviceAccountName: reporting\n  securityContext:\n    windowsOptions:\n      gmsaCredentialSpecName: webapplication1\n'),
     );
     await writeFile(join(manifests, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: { name: broken }\nspec: { containers: [{ name: x }] }\n');
+    await writeFile(join(manifests, 'linux.yaml'), podYaml('linux-pod', ['ping', '-t', 'localhost'], 'Always', 'default', '  os: { name: linux }\n'));
     const report = await loop.syncOnce();
-    expect(report.started).to.deep.equal([]);
+    expect(report.started).to.deep.equal(['contoso-apps/reporting']);
     expect(report.refused).to.deep.equal([
       `${join(manifests, 'broken.yaml')}: document 1: spec.containers[0].image: Required value`,
-      'contoso-apps/reporting: admission webhook "admission-webhook.windows-gmsa.sigs.k8s.io" denied the request: service account "reporting" is not authorized to `use` GMSA cred spec "webapplication1"',
+      "default/linux-pod: PodOSNotSupported: Failed to admit pod as the OS field doesn't match node OS",
     ]);
-    expect(await listNodePods(cri)).to.deep.equal([]);
+    expect((await listNodePods(cri)).map((p) => p.name)).to.deep.equal(['reporting']);
   });
 
   it('run() passes until aborted', async () => {

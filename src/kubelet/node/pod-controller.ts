@@ -33,6 +33,7 @@ import { ApiError, isNotFound, type ApiClient } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
+import { admitPodOs } from '../kubelet-admission.js';
 
 /** Bounds the pod syncs running at once across every node of a process. */
 export class SyncLimiter {
@@ -286,12 +287,8 @@ export class PodController implements PodHandler {
 
   /** lifecycle/predicate.go: the OS checks, then the pods resource. */
   private admit(pod: V1Pod): { reason: string; message: string } | undefined {
-    const selectorOs = pod.spec?.nodeSelector?.['kubernetes.io/os'];
-    if (selectorOs !== undefined && selectorOs !== 'windows') {
-      return { reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" };
-    }
-    const os = pod.spec?.os?.name;
-    if (os !== undefined && os !== 'windows') return { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
+    const osRejection = admitPodOs(pod);
+    if (osRejection !== undefined) return osRejection;
     const used = [...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== pod.metadata?.uid).length;
     if (used + 1 > this.options.maxPods) {
       return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${this.options.maxPods}` };

@@ -40,7 +40,9 @@ export type IdentityFailureReason =
   | 'domain-mismatch'
   | 'domain-controller-unreachable'
   | 'ccg-plugin-failure'
-  | 'unknown-user';
+  | 'unknown-user'
+  /** Before WS2019, a later container with the same gMSA and hostname took the secure channel (shared-gmsa-trust.ts). */
+  | 'secure-channel-taken';
 
 /** Why the container cannot use its domain identity, with the codes the tools inside report. */
 export interface IdentityFailure {

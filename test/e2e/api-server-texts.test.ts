@@ -1,0 +1,87 @@
+// The API server texts the simulated admission reproduces, checked against a real kube-apiserver
+// (Kubernetes v1.34.12, test/support/control-plane.ts) driven by the real kubectl: the 422 of an
+// inlined credential spec over 64 KiB at creation, the aggregate of several field errors, and the
+// 422 of a GMSA change on update (pod spec immutability, ValidatePodUpdate), which a real API
+// server answers before any validating webhook could. Skipped when the tools are not built.
+import { expect } from 'chai';
+import type { V1Pod } from '@kubernetes/client-node';
+import { admitPod, type AdmissionError } from '../../src/kubelet/admission.js';
+import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
+import { formatFieldError } from '../../src/kubelet/field-errors.js';
+import { parseDocuments } from '../../src/kubelet/manifests.js';
+import { updatePod } from '../../src/kubelet/pod-update.js';
+import { requestingUser } from '../../src/kubelet/rbac.js';
+import { requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
+
+const cluster = snapshotFromDocuments(parseDocuments('c.yaml', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: default }\n').documents);
+const context = { cluster, user: requestingUser('alice'), design: 'webhook' as const };
+
+/** How kubectl prints a 422: `The Pod "x" is invalid: a`, or for several `The Pod "x" is invalid: \n* a\n* b`. */
+function kubectlText(error: AdmissionError, name: string): string {
+  const fields = (error.fields ?? []).map(formatFieldError);
+  return `The Pod ${JSON.stringify(name)} is invalid: ${fields.length === 1 ? fields[0] : `\n${fields.map((f) => `* ${f}`).join('\n')}`}\n`;
+}
+
+function refused(result: ReturnType<typeof admitPod>): AdmissionError {
+  if (result.allowed) throw new Error('expected a refusal');
+  return result.error;
+}
+
+describe('API server texts: the simulation against a real kube-apiserver v1.34.12', function () {
+  this.timeout(180_000);
+  let cp: ControlPlane | undefined;
+
+  before(async function () {
+    requireControlPlaneTools(this);
+    cp = await startControlPlane({ scheduler: false, nodeNames: ['winsim-1'] });
+  });
+  after(async () => {
+    await cp?.stop();
+  });
+
+  it('a credential spec over 64 KiB: the same 422 text (validation.go validateWindowsSecurityContextOptions)', async () => {
+    const pod: V1Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'big', namespace: 'default' },
+      spec: { securityContext: { windowsOptions: { gmsaCredentialSpecName: 'huge', gmsaCredentialSpec: `{"Padding":"${'x'.repeat(70_000)}"}` } }, containers: [{ name: 'c', image: 'x' }] },
+    };
+    const real = await cp!.kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) });
+    expect(real.code).to.equal(1);
+    // No webhook runs in this control plane; in the simulation the webhook would refuse the
+    // unknown resource name first, so the comparison uses the validation step alone.
+    const simulated = refused(admitPod(pod, { ...context, design: 'kep-configmap' }));
+    expect(simulated.code).to.equal(422);
+    expect(real.stderr).to.equal(kubectlText(simulated, 'big'));
+  });
+
+  it('several field errors: the same list, in the same order', async () => {
+    const yaml = 'apiVersion: v1\nkind: Pod\nmetadata: { name: two, namespace: default }\nspec:\n  securityContext:\n    windowsOptions: { runAsUserName: "" }\n  containers: [{ name: IIS, image: x }]\n';
+    const real = await cp!.kubectl(['create', '-f', '-'], { input: yaml });
+    const pod: V1Pod = { metadata: { name: 'two', namespace: 'default' }, spec: { securityContext: { windowsOptions: { runAsUserName: '' } }, containers: [{ name: 'IIS', image: 'x' }] } };
+    expect(real.stderr).to.equal(kubectlText(refused(admitPod(pod, context)), 'two'));
+  });
+
+  it('a changed gmsaCredentialSpecName on update: 422 pod updates may not change fields…, first line identical, then a diff hunk', async () => {
+    const yaml = (name: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata: { name: web, namespace: default }\nspec:\n  securityContext:\n    windowsOptions:\n      gmsaCredentialSpecName: ${name}\n      gmsaCredentialSpec: '{}'\n  containers: [{ name: c, image: x }]\n`;
+    expect((await cp!.kubectl(['apply', '-f', '-'], { input: yaml('webapp') })).code).to.equal(0);
+    const real = await cp!.kubectl(['apply', '-f', '-'], { input: yaml('other') });
+    expect(real.code).to.equal(1);
+    const live: V1Pod = { metadata: { name: 'web', namespace: 'default' }, spec: { securityContext: { windowsOptions: { gmsaCredentialSpecName: 'webapp', gmsaCredentialSpec: '{}' } }, containers: [{ name: 'c', image: 'x' }] } };
+    const next = structuredClone(live);
+    next.spec!.securityContext!.windowsOptions!.gmsaCredentialSpecName = 'other';
+    const simulated = updatePod(next, live, context);
+    if (simulated.allowed) throw new Error('expected a refusal');
+    const ours = kubectlText(simulated.error, 'web').split('\n');
+    const theirs = real.stderr.split('\n');
+    expect(ours[0]).to.equal(theirs[0]);
+    // Both go on with a unified diff hunk (go-difflib: no file headers, 3 lines of context); the
+    // lines differ because upstream diffs its internal Go types.
+    expect(theirs[1]).to.match(/^@@ -\d+,7 \+\d+,7 @@$/);
+    expect(ours[1]).to.match(/^@@ -\d+,7 \+\d+,7 @@$/);
+    expect(theirs.filter((l) => l.startsWith('-') || l.startsWith('+')).map((l) => l.replace('GMSACredentialSpecName', 'gmsaCredentialSpecName'))).to.deep.equal(
+      ours.filter((l) => l.startsWith('-') || l.startsWith('+')),
+    );
+  });
+});
