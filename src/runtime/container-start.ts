@@ -1,7 +1,6 @@
 import type { StartContainerRequest__Output } from '../generated/runtime/v1/StartContainerRequest.js';
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
-import { memoByObject } from './memo.js';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { prepareWindowsStart, releaseCredentialSpecAfterStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
@@ -50,7 +49,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         // asks that it is gone once StartContainer returns; `finally` waits for it).
         released = releaseCredentialSpecAfterStart(ctx, container);
       }
-      writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
+      writer = await CriLogWriter.open(container.logPath, ctx.clock, ctx.onLogError, ctx.logFiles, ctx.load);
       const opened = writer;
       cleanup.defer('close the log file', () => opened.close());
       const process = startInitProcess(ctx, container, writer);
@@ -65,7 +64,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
         pid: hostPid,
         starting: false,
       }));
-      container.live.watch(process, container, exitHandlerOf(ctx));
+      container.live.watch(process, container, ctx.onContainerExit);
     } catch (err) {
       startError = err;
       throw err;
@@ -93,9 +92,9 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
     return SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
+      target: executionTarget(ctx, container),
       argv: container.args,
-      env: processEnvironment(container),
+      env: processEnvironment(ctx, container),
       io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
       init: !container.sharesPodPid,
@@ -128,22 +127,12 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
   }));
 }
 
-/** One log error handler per runtime, shared by its containers' log writers. */
-const logErrorHandlerOf = memoByObject(
-  (ctx: RuntimeContext) => (err: Error, path: string): void => ctx.logger.warn({ err, logPath: path }, 'writing the container log failed'),
-);
-
-/** One exit handler per runtime, shared by its containers (no closure per container). */
-const exitHandlerOf = memoByObject(
-  (ctx: RuntimeContext) => (container: ContainerRecord, exit: ProcessExit): Promise<void> => handleExit(ctx, container, exit),
-);
-
 /**
  * The init process exited: every other process of the container dies with it, the log is
  * flushed and closed, and only then is the container EXITED (so a reader who sees EXITED finds
- * all output in the file).
+ * all output in the file). The runtime's `onContainerExit` (one handler for all its containers).
  */
-async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
+export async function handleContainerExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
   container.processes.killAll('SIGKILL', container.id);
   for (const exec of container.live.execs ?? []) exec.kill('SIGKILL');
   const writer = container.live.logWriter;

@@ -11,8 +11,8 @@ import type { RecordFilter } from './store/record-store.js';
 export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest__Output): ContainerStatusResponse {
   if (req.container_id === '') throw new RuntimeError('InvalidArgument', 'container_id must not be empty');
   const container = ctx.containers.mustFind(req.container_id);
-  const response: ContainerStatusResponse = { status: toContainerStatus(container) };
-  if (req.verbose) response.info = containerInfo(container);
+  const response: ContainerStatusResponse = { status: toContainerStatus(ctx, container) };
+  if (req.verbose) response.info = containerInfo(ctx, container);
   return response;
 }
 
