@@ -223,7 +223,7 @@ const KEPT_CONFIG_FIELDS: ReadonlySet<string> = new Set(['labels', 'annotations'
 /** How many containers keep their decoded config and composed spec (the latest; a removed one at once). */
 const DERIVED_CACHE_SIZE = 256;
 
-const TRANSITIONS = new Map<number, Set<number>>([
+const TRANSITIONS: ReadonlyMap<number, ReadonlySet<number>> = new Map<number, ReadonlySet<number>>([
   [ContainerState.CREATED, new Set([ContainerState.RUNNING, ContainerState.EXITED, ContainerState.UNKNOWN])],
   [ContainerState.RUNNING, new Set([ContainerState.EXITED, ContainerState.UNKNOWN])],
   [ContainerState.UNKNOWN, new Set([ContainerState.EXITED])],

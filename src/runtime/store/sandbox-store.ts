@@ -41,7 +41,7 @@ export interface SandboxRecord {
   status: SandboxStatusData;
 }
 
-const TRANSITIONS = new Map<number, Set<number>>([
+const TRANSITIONS: ReadonlyMap<number, ReadonlySet<number>> = new Map<number, ReadonlySet<number>>([
   [SandboxState.READY, new Set([SandboxState.NOTREADY])],
   [SandboxState.NOTREADY, new Set()],
 ]);
