@@ -1,6 +1,6 @@
 import { writeSync } from 'node:fs';
 import { pino, type Logger, type LoggerOptions } from 'pino';
-import { tidyUpLater } from './tidy-up.js';
+import { TidyUp } from './tidy-up.js';
 
 export type { Logger };
 
@@ -116,6 +116,8 @@ class LineBatcher {
   private chars = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushQueued = false;
+  /** The batcher's own tidy-up queue (a logger may outlive, or serve, several runtimes). */
+  private readonly tidyUp = new TidyUp();
 
   constructor(
     private readonly fd: number,
@@ -136,7 +138,7 @@ class LineBatcher {
   }
 
   /**
-   * A full batch is handed on as tidy-up (tidyUpLater), after the replies of this turn went out:
+   * A full batch is handed on as tidy-up (TidyUp), after the replies of this turn went out:
    * handing a batch to sonic-boom's write (the thread pool) took ~70 µs on the 2-core machine, and
    * whichever call logged the line that filled the batch waited for it, one call in twenty at
    * concurrency 1.
@@ -144,7 +146,7 @@ class LineBatcher {
   private flushAfterReplies(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    tidyUpLater(() => {
+    this.tidyUp.later(() => {
       this.flushQueued = false;
       this.flush();
     });

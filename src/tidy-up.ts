@@ -9,26 +9,34 @@ import { closeSync } from 'node:fs';
  * before it answered (closing the credential spec it read and the log file it created, emptying
  * and closing the removed spec); now they run while the client reads the reply. Jobs run in the
  * order they were queued; each one handles its own failures.
+ *
+ * One queue per owner (a runtime's, a logger's): runtimes in one process share none.
  */
-const queued: Array<() => void> = [];
-let scheduled = false;
+export class TidyUp {
+  private readonly queued: Array<() => void> = [];
+  private scheduled = false;
+  private readonly runQueued = (): void => this.now();
+  private readonly runNextTurn = (): void => {
+    setImmediate(this.runQueued);
+  };
 
-export function tidyUpLater(job: () => void): void {
-  queued.push(job);
-  if (scheduled) return;
-  scheduled = true;
-  setImmediate(() => setImmediate(tidyUpNow));
-}
+  later(job: () => void): void {
+    this.queued.push(job);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.runNextTurn);
+  }
 
-/** Runs every queued job now (shutdown, and tests that look at the result). */
-export function tidyUpNow(): void {
-  scheduled = false;
-  for (let job = queued.shift(); job !== undefined; job = queued.shift()) job();
-}
+  /** Runs every queued job now (shutdown, and tests that look at the result). */
+  now(): void {
+    this.scheduled = false;
+    for (let job = this.queued.shift(); job !== undefined; job = this.queued.shift()) job();
+  }
 
-/** Closes a descriptor as tidy-up. */
-export function closeLater(fd: number): void {
-  tidyUpLater(() => closeQuietly(fd));
+  /** Closes a descriptor as tidy-up. */
+  closeLater(fd: number): void {
+    this.later(() => closeQuietly(fd));
+  }
 }
 
 /** close(2) releases the descriptor whatever it reports (Linux), so its failure is not news here. */

@@ -263,7 +263,7 @@ export function podRow(pod: V1Pod, status: PodStatusView): PodRow {
 }
 
 /** Waiting reasons that are progress, not failure. */
-const progressReasons = new Set(['ContainerCreating', 'PodInitializing']);
+const progressReasons: ReadonlySet<string> = new Set(['ContainerCreating', 'PodInitializing']);
 
 /**
  * Whether the pod failed, for `kubelet run`'s exit status: phase Failed, a container waiting

@@ -1,5 +1,6 @@
 import { open, openSync, unlink, unlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { TidyUp } from '../tidy-up.js';
 
 // The callback forms run in the thread pool without the FileHandle objects of fs/promises.
 const openAsync = promisify(open);
@@ -19,6 +20,9 @@ const unlinkAsync = promisify(unlink);
  */
 export class CallLoad {
   private inFlight = 0;
+
+  /** The runtime's tidy-up queue: work its calls leave for after their replies. */
+  constructor(readonly tidyUp: TidyUp = new TidyUp()) {}
 
   enter(): void {
     this.inFlight++;

@@ -22,36 +22,43 @@ export const systemClock: Clock = new MonotonicWallClock();
 /** int64 fields travel as decimal strings (proto-loader `longs: String`). */
 export const nanosToWire = (nanos: bigint): string => nanos.toString();
 
-/** The last second formatted and the last timestamp: a container's output of one moment is
- * several records with one timestamp, and records of one second share the date and time. */
-let lastSecond = -1n;
-let lastBase = '';
-let lastNanos = -1n;
-let lastText = '';
-
 /**
  * Go's time.RFC3339Nano in UTC: fractional seconds with trailing zeros removed
  * (`2024-05-01T10:00:00.1234Z`, `2024-05-01T10:00:00Z`). The CRI log format uses it, once per
- * record, so the date part is formatted once per second and a repeated timestamp not at all.
+ * record, so the date part is formatted once per second and a repeated timestamp not at all:
+ * a container's output of one moment is several records with one timestamp, and records of one
+ * second share the date and time. One formatter per runtime (its log files own it).
  */
+export class Rfc3339NanoFormatter {
+  private lastSecond = -1n;
+  private lastBase = '';
+  private lastNanos = -1n;
+  private lastText = '';
+
+  format(nanos: bigint): string {
+    if (nanos === this.lastNanos) return this.lastText;
+    const seconds = nanos / 1_000_000_000n;
+    if (seconds !== this.lastSecond) {
+      this.lastSecond = seconds;
+      this.lastBase = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
+    }
+    const fraction = Number(nanos - seconds * 1_000_000_000n);
+    let text: string;
+    if (fraction === 0) {
+      text = `${this.lastBase}Z`;
+    } else {
+      const digits = String(fraction).padStart(9, '0');
+      let end = digits.length;
+      while (digits.charCodeAt(end - 1) === 48 /* '0' */) end--;
+      text = `${this.lastBase}.${digits.slice(0, end)}Z`;
+    }
+    this.lastNanos = nanos;
+    this.lastText = text;
+    return text;
+  }
+}
+
+/** One timestamp as Go's time.RFC3339Nano in UTC (see Rfc3339NanoFormatter, which keeps the last). */
 export function formatRfc3339Nano(nanos: bigint): string {
-  if (nanos === lastNanos) return lastText;
-  const seconds = nanos / 1_000_000_000n;
-  if (seconds !== lastSecond) {
-    lastSecond = seconds;
-    lastBase = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
-  }
-  const fraction = Number(nanos - seconds * 1_000_000_000n);
-  let text: string;
-  if (fraction === 0) {
-    text = `${lastBase}Z`;
-  } else {
-    const digits = String(fraction).padStart(9, '0');
-    let end = digits.length;
-    while (digits.charCodeAt(end - 1) === 48 /* '0' */) end--;
-    text = `${lastBase}.${digits.slice(0, end)}Z`;
-  }
-  lastNanos = nanos;
-  lastText = text;
-  return text;
+  return new Rfc3339NanoFormatter().format(nanos);
 }

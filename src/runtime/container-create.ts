@@ -4,11 +4,8 @@ import type { CreateContainerRequest__Output } from '../generated/runtime/v1/Cre
 import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
 import { merged } from '../merged.js';
 import { CleanupStack } from './cleanup.js';
-import { memoByObject } from './memo.js';
-import { ContainerFiles } from './process/container-files.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
-import { newId } from './ids.js';
 import type { ImageConfig } from './images/catalogue.js';
 import {
   composeSpec,
@@ -29,12 +26,10 @@ import {
   type OciSpec,
 } from './oci/spec.js';
 import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
-import { parseCredentialSpec } from './windows/credential-spec.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
-import { ContainerRecord, ProcessTable, type ContainerDerivation } from './store/container-store.js';
-import { BoundedCache } from './store/bounded-cache.js';
+import { ProcessTable, type ContainerRecord, type ContainerSpecs } from './store/container-store.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import { validateLinuxContainerSecurity } from './validation/container-security.js';
 import type { RpcHandlers } from './rpc.js';
@@ -83,9 +78,6 @@ function buildSandboxFiles(sandbox: SandboxRecord): Map<string, string> {
     ['/etc/resolv.conf', resolv.length > 0 ? `${resolv.join('\n')}\n` : ''],
   ]);
 }
-
-/** The pod's files, built once per sandbox on first use and shared by its containers. */
-const sandboxFiles: (sandbox: SandboxRecord) => ReadonlyMap<string, string> = memoByObject(buildSandboxFiles);
 
 /** Composes the container's OCI spec from the image config, the CRI config and the sandbox. */
 export function buildContainerSpec(
@@ -139,54 +131,31 @@ export function buildContainerSpec(
   );
 }
 
-/** How many containers keep their derived config and spec (the latest derived; a removed one at once). */
-const DERIVED_CACHE_SIZE = 256;
 const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
 
 /**
- * The config and OCI spec of a container, derived from what the record keeps: the config from
- * its key list, its values as JSON and the fields the record has of its own; the spec composed
- * again as at create, with the resources UpdateContainerResources set and the credential spec
- * HCS validated at start.
+ * A container's OCI spec from its config and record: composed as at create, with the resources
+ * UpdateContainerResources set and the credential spec HCS validated at start.
  */
-export const containerDerivation: ContainerDerivation = (() => {
-  const configs = new BoundedCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
-  const specs = new BoundedCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
-  const deriveConfig = (r: ContainerRecord): ContainerConfig__Output => {
-    const values = JSON.parse(r.configValues) as unknown[];
-    const config: Record<string, unknown> = {};
-    r.configKeys.forEach((key, i) => {
-      config[key] = values[i];
-    });
-    config['labels'] = r.labels;
-    config['annotations'] = r.annotations;
-    config['metadata'] = r.metadata;
-    config['image'] = r.imageSpec;
-    return config as unknown as ContainerConfig__Output;
-  };
-  const deriveSpec = (r: ContainerRecord): OciSpec => {
-    const spec = buildContainerSpec(r.os, configs.get(r, deriveConfig), r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp);
-    const resources = r.resources;
-    withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
-    withWindowsResources(resources?.windows ? { ...resources.windows } : undefined)(spec);
-    if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(parseCredentialSpec(r.credentialSpec)));
-    return spec;
-  };
-  return {
-    config: (record) => configs.get(record, deriveConfig),
-    spec: (record) => specs.get(record, deriveSpec),
-    remember: (record, config) => configs.set(record, config),
-    files: (record) => ContainerFiles.forPod(record.sandbox, sandboxFiles),
-    forget: (record) => {
-      configs.delete(record);
-      specs.delete(record);
-    },
-    amend: (record, change) => {
-      const cached = specs.peek(record);
-      if (cached !== undefined) change(cached);
-    },
-  };
-})();
+function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Output): OciSpec {
+  const spec = buildContainerSpec(r.os, config, r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp);
+  const resources = r.resources;
+  withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
+  withWindowsResources(resources?.windows ? { ...resources.windows } : undefined)(spec);
+  if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(r.credentialSpec));
+  return spec;
+}
+
+/** How the container store composes a container's spec and its pod's files (pure functions). */
+export const containerSpecs: ContainerSpecs = Object.freeze({ compose: composeContainerSpec, podFiles: buildSandboxFiles });
+
+/**
+ * Checks that the config composes into an OCI spec (a value the spec cannot take fails
+ * CreateContainer before anything is stored) and returns that spec, for the store to keep.
+ */
+export function validateContainerConfig(record: ContainerRecord, config: ContainerConfig__Output): OciSpec {
+  return composeContainerSpec(record, config);
+}
 
 /**
  * CreateContainer: checks the request, the sandbox and the image, reserves the name, composes the
@@ -221,7 +190,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
 
   const cleanup = new CleanupStack();
   try {
-    const id = newId();
+    const id = ctx.random.newId();
     const meta = sandbox.config.metadata;
     // join makes one flat string (a template literal leaves a tree of parts the record would keep).
     const name = [config.metadata.name, meta?.name ?? '', meta?.namespace ?? '', meta?.uid ?? '', config.metadata.attempt].join('_');
@@ -240,11 +209,10 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     const logPath = config.log_path === ''
       ? join(ctx.settings.stateDir, 'containers', id, 'container.log')
       : isAbsolute(config.log_path) ? config.log_path : join(sandbox.logDirectory, config.log_path);
-    const record = new ContainerRecord({
+    const record = ctx.containers.newRecord({
       id,
       sandbox,
       name,
-      config,
       imageName,
       imageId: image.id,
       imageRef: image.repoDigests[0] ?? image.id,
@@ -262,18 +230,9 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
         : null,
       processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
-      derive: containerDerivation,
-    });
-    // Composed now, so a config the spec cannot take fails CreateContainer (and the spec is
-    // cached for the start that usually follows), from the request's config as decoded.
-    try {
-      containerDerivation.remember(record, config);
-      void record.ociSpec;
-    } catch (err) {
-      record.specChanged();
-      throw err;
-    }
-    ctx.containers.add(record);
+    }, config);
+    const spec = validateContainerConfig(record, config);
+    ctx.containers.add(record, config, spec);
     await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');
     publishEvent(ctx, id, sandbox.id, ContainerEventType.CREATED);

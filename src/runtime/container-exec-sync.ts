@@ -35,9 +35,9 @@ export async function execSync(ctx: RuntimeContext, req: ExecSyncRequest__Output
     process = SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
+      target: executionTarget(ctx, container),
       argv: req.cmd,
-      env: processEnvironment(container),
+      env: processEnvironment(ctx, container),
       io: { stdout: (t) => stdout.append(t), stderr: (t) => stderr.append(t) },
     });
   } catch (err) {

@@ -4,7 +4,8 @@ import type { ContainerFiles } from './process/container-files.js';
 import type { ProcessTable } from './process/process-table.js';
 import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
-import { windowsIdentity } from './container-start-windows.js';
+import { containerPlatform, windowsIdentity } from './container-start-windows.js';
+import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
 
@@ -22,35 +23,41 @@ class ContainerExecutionTarget implements ExecutionTarget {
   readonly platform: Record<string, unknown>;
   readonly processes: ProcessTable;
 
-  constructor(private readonly container: ContainerRecord, sandbox: SandboxRecord | undefined) {
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly container: ContainerRecord,
+    sandbox: SandboxRecord | undefined,
+  ) {
+    const spec = ctx.containers.specOf(container);
     this.containerId = container.id;
     this.sandboxId = container.sandboxId;
     this.os = container.os;
-    this.hostname = container.ociSpec.hostname;
-    this.ociSpec = container.ociSpec;
+    this.hostname = spec.hostname;
+    this.ociSpec = spec;
     this.user = container.user;
-    this.platform = merged(container.platform, { podIp: sandbox?.ip ?? '', stdinOpen: container.config.stdin });
+    this.platform = merged(containerPlatform(ctx, container), { podIp: sandbox?.ip ?? '', stdinOpen: ctx.containers.configOf(container).stdin });
     this.processes = container.processes;
   }
 
   /** Made on first use: most containers never read or write a private file. */
   get files(): ContainerFiles {
-    return this.container.files;
+    return this.ctx.containers.filesOf(this.container);
   }
 }
 
-export function executionTarget(container: ContainerRecord, sandbox: SandboxRecord | undefined): ExecutionTarget {
-  return new ContainerExecutionTarget(container, sandbox);
+export function executionTarget(ctx: RuntimeContext, container: ContainerRecord): ExecutionTarget {
+  return new ContainerExecutionTarget(ctx, container, ctx.sandboxes.get(container.sandboxId));
 }
 
 /**
  * The environment of a container process: the spec's env plus what the OS adds at logon
  * (Windows USERNAME, COMPUTERNAME, USERPROFILE …; Linux HOME).
  */
-export function processEnvironment(container: ContainerRecord): Map<string, string> {
-  const env = specEnv(container.ociSpec);
+export function processEnvironment(ctx: RuntimeContext, container: ContainerRecord): Map<string, string> {
+  const spec = ctx.containers.specOf(container);
+  const env = specEnv(spec);
   if (container.os === 'windows') {
-    const computer = container.ociSpec.hostname.toUpperCase().slice(0, 15);
+    const computer = spec.hostname.toUpperCase().slice(0, 15);
     const defaults: Record<string, string> = {
       USERNAME: container.user,
       USERDOMAIN: 'User Manager',
@@ -61,7 +68,7 @@ export function processEnvironment(container: ContainerRecord): Map<string, stri
     };
     // The logon session's variables (USERNAME, USERDOMAIN, COMPUTERNAME …) come from the identity
     // the container started with; the image's and the config's env still win.
-    const identity = windowsIdentity(container);
+    const identity = windowsIdentity(ctx, container);
     for (const [k, v] of Object.entries(identity?.environment ?? {})) if (!env.has(k)) env.set(k, v);
     for (const [k, v] of Object.entries(defaults)) if (!env.has(k)) env.set(k, v);
   } else if (!env.has('HOME')) {

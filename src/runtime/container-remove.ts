@@ -52,7 +52,7 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
     await cleanup.unwind(ctx.logger, err);
     throw err;
   }
-  container.released();
+  ctx.windows.identities.delete(container);
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });
   ctx.logger.info({ containerId: container.id }, 'container removed');

@@ -1,10 +1,9 @@
 import type { CleanupStack } from './cleanup.js';
 import type { RuntimeContext } from './runtime-context.js';
-import type { ContainerRecord, IdentitySource } from './store/container-store.js';
+import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
-import { memoByObject } from './memo.js';
-import { BoundedCache } from './store/bounded-cache.js';
-import { parseCredentialSpec, type CredentialSpecDocument } from './windows/credential-spec.js';
+import type { CredentialSpecDocument } from './windows/credential-spec.js';
+import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
 import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
 import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
@@ -28,61 +27,54 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
     containerId: id,
     credentialSpecDirectory: windows.handoff.directory,
     registry: windows.handoff.registry,
+    reader: windows.fileReader,
   });
   windows.checkFault('credential-spec-validate', id);
-  const document = credentialSpec === undefined ? undefined : parseCredentialSpec(credentialSpec);
-  // The spec shows the document HCS accepted as windows.credentialSpec (derived from the record).
-  container.credentialSpec = credentialSpec;
-  container.specAmended((spec) => applyWindowsSpecOpts(spec, withWindowsCredentialSpec(document)));
+  const document = credentialSpec === undefined ? undefined : windows.credentialSpecs.parse(credentialSpec);
+  // The spec shows the document HCS accepted as windows.credentialSpec.
+  ctx.containers.setCredentialSpec(container, document, (spec) => applyWindowsSpecOpts(spec, withWindowsCredentialSpec(document)));
 
   windows.checkFault('identity', id);
-  const decision = decideIdentity(windows, container, document);
+  const decision = decideIdentity(ctx, container, document);
   const startError = identityStartError(decision);
   if (startError !== undefined) throw startError;
 
-  const source = identitySourceOf(windows);
-  source.remember(container, decision.identity);
-  container.startedWithIdentity(source);
+  windows.identities.set(container, decision.identity);
+  container.windowsIdentityDecided = true;
   container.user = decision.identity.userName;
   windows.checkFault('process-start', id);
   released = releaseCredentialSpecAfterStart(ctx, container);
 }
 
 /** The mock HCS's decision for a container: its identity against the node's simulated AD. */
-function decideIdentity(windows: RuntimeContext['windows'], container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
+function decideIdentity(ctx: RuntimeContext, container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
+  const { windows } = ctx;
+  const hostProcess = ctx.containers.configOf(container).windows?.security_context?.host_process ?? false;
   return evaluateContainerIdentity(
     windows.node,
     document,
-    container.config.windows?.security_context?.run_as_username,
+    ctx.containers.configOf(container).windows?.security_context?.run_as_username,
     container.imageConfig.user,
-    container.ociSpec.hostname,
+    ctx.containers.specOf(container).hostname,
     windows.mode,
-    { hostProcess: container.config.windows?.security_context?.host_process ?? false, containerId: container.id },
+    { hostProcess, containerId: container.id, accessChecks: windows.accessChecks },
   );
 }
 
-/** How many started containers keep their identity object (the latest; a removed one at once). */
-const IDENTITY_CACHE_SIZE = 256;
-
 /**
- * The identities of a runtime's started containers: the one decided at start is kept for the latest
- * containers; for others the same decision is made again (the node and its AD do not change
- * while the runtime runs, and the decision depends on nothing else).
+ * The identity a started Windows container runs with, if it has one: the one decided at start,
+ * kept for the latest containers (WindowsRuntime.identities); for others the same decision is
+ * made again (the node and its AD do not change while the runtime runs).
  */
-const identitySourceOf = memoByObject((windows: RuntimeContext['windows']) => {
-  const cache = new BoundedCache<ContainerRecord, ContainerIdentity>(IDENTITY_CACHE_SIZE);
-  const decide = (record: ContainerRecord): ContainerIdentity =>
-    decideIdentity(windows, record, record.credentialSpec === undefined ? undefined : parseCredentialSpec(record.credentialSpec)).identity;
-  return {
-    identityOf: (record: ContainerRecord) => cache.get(record, decide),
-    forget: (record: ContainerRecord) => cache.delete(record),
-    remember: (record: ContainerRecord, identity: ContainerIdentity) => cache.set(record, identity),
-  } satisfies IdentitySource & { remember(record: ContainerRecord, identity: ContainerIdentity): void };
-});
+export function windowsIdentity(ctx: RuntimeContext, container: ContainerRecord): ContainerIdentity | undefined {
+  if (!container.windowsIdentityDecided) return undefined;
+  return ctx.windows.identities.get(container, () => decideIdentity(ctx, container, container.credentialSpec).identity);
+}
 
-/** The identity a started Windows container runs with, if it has one. */
-export function windowsIdentity(container: ContainerRecord): ContainerIdentity | undefined {
-  return container.windowsIdentity;
+/** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
+export function containerPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
+  const identity = windowsIdentity(ctx, container);
+  return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { StartContainerRequest__Output } from '../generated/runtime/v1/StartContainerRequest.js';
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
-import { memoByObject } from './memo.js';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { prepareWindowsStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
@@ -46,7 +45,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
     // Windows: the mock HCS reads and checks the credential spec and decides the identity; the
     // spec's removal is declared on `cleanup` (the KEP: gone once StartContainer returns).
     if (container.os === 'windows') await prepareWindowsStart(ctx, container, cleanup);
-    writer = await CriLogWriter.open(container.logPath, ctx.clock, logErrorHandlerOf(ctx), undefined, ctx.load);
+    writer = await CriLogWriter.open(container.logPath, ctx.clock, ctx.onLogError, ctx.logFiles, ctx.load);
     const opened = writer;
     cleanup.defer('close the log file', () => opened.close());
     const process = startInitProcess(ctx, container, writer);
@@ -61,7 +60,7 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
       pid: hostPid,
       starting: false,
     }));
-    container.live.watch(process, container, exitHandlerOf(ctx));
+    container.live.watch(process, container, ctx.onContainerExit);
     // Before any await: a process that exits at once must not have its STOPPED event first.
     ctx.logger.info({ containerId: container.id }, 'container started');
     publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
@@ -84,9 +83,9 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
     return SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(container, ctx.sandboxes.get(container.sandboxId)),
+      target: executionTarget(ctx, container),
       argv: container.args,
-      env: processEnvironment(container),
+      env: processEnvironment(ctx, container),
       io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
       init: !container.sharesPodPid,
@@ -119,22 +118,12 @@ function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: u
   }));
 }
 
-/** One log error handler per runtime, shared by its containers' log writers. */
-const logErrorHandlerOf = memoByObject(
-  (ctx: RuntimeContext) => (err: Error, path: string): void => ctx.logger.warn({ err, logPath: path }, 'writing the container log failed'),
-);
-
-/** One exit handler per runtime, shared by its containers (no closure per container). */
-const exitHandlerOf = memoByObject(
-  (ctx: RuntimeContext) => (container: ContainerRecord, exit: ProcessExit): Promise<void> => handleExit(ctx, container, exit),
-);
-
 /**
  * The init process exited: every other process of the container dies with it, the log is
  * flushed and closed, and only then is the container EXITED (so a reader who sees EXITED finds
- * all output in the file).
+ * all output in the file). The runtime's `onContainerExit` (one handler for all its containers).
  */
-async function handleExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
+export async function handleContainerExit(ctx: RuntimeContext, container: ContainerRecord, exit: ProcessExit): Promise<void> {
   container.processes.killAll('SIGKILL', container.id);
   for (const exec of container.live.execs ?? []) exec.kill('SIGKILL');
   const writer = container.live.logWriter;

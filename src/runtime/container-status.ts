@@ -12,8 +12,8 @@ import { requireField } from './validation/request.js';
 export function containerStatus(ctx: RuntimeContext, req: ContainerStatusRequest__Output): ContainerStatusResponse {
   requireField(req.container_id, 'container_id');
   const container = ctx.containers.mustFind(req.container_id);
-  const response: ContainerStatusResponse = { status: toContainerStatus(container) };
-  if (req.verbose) response.info = containerInfo(container);
+  const response: ContainerStatusResponse = { status: toContainerStatus(ctx, container) };
+  if (req.verbose) response.info = containerInfo(ctx, container);
   return response;
 }
 

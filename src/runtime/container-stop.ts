@@ -15,8 +15,8 @@ const CRI_SIGNALS = [
 ];
 
 /** The stop signal: the config's stop_signal, else the image's STOPSIGNAL, else SIGTERM. */
-export function stopSignalOf(container: ContainerRecord): string {
-  const configured = CRI_SIGNALS[container.config.stop_signal] ?? '';
+export function stopSignalOf(ctx: RuntimeContext, container: ContainerRecord): string {
+  const configured = CRI_SIGNALS[ctx.containers.configOf(container).stop_signal] ?? '';
   if (configured !== '') return configured;
   const fromImage = container.imageConfig.stopSignal;
   if (fromImage !== undefined && isKnownSignal(fromImage)) return normaliseSignal(fromImage);
@@ -44,7 +44,7 @@ export async function stopWithTimeout(ctx: RuntimeContext, container: ContainerR
     return;
   }
   if (timeoutSeconds > 0) {
-    const signal = stopSignalOf(container);
+    const signal = stopSignalOf(ctx, container);
     ctx.logger.debug({ containerId: container.id, signal, timeoutSeconds }, 'stopping container');
     process.kill(signal);
     let timer: NodeJS.Timeout | undefined;

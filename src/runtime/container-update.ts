@@ -18,9 +18,8 @@ export function updateContainerResources(ctx: RuntimeContext, req: UpdateContain
   }
   const linux = req.linux ?? container.resources?.linux ?? null;
   const windows = req.windows ?? container.resources?.windows ?? null;
-  container.resources = { linux, windows };
-  // The spec is derived from the record: it shows the new resources from now on.
-  container.specChanged();
+  // The spec shows the new resources from now on.
+  ctx.containers.setResources(container, { linux, windows });
   return {};
 }
 

@@ -4,6 +4,8 @@ import type { Image } from '../generated/runtime/v1/Image.js';
 import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
 import { nanosToWire } from './clock.js';
+import { containerPlatform } from './container-start-windows.js';
+import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { imageUser, type ImageRecord } from './store/image-store.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
@@ -88,8 +90,8 @@ export function toContainer(c: ContainerRecord): Container {
   };
 }
 
-export function toContainerStatus(c: ContainerRecord): ContainerStatus {
-  const user = c.ociSpec.process.user;
+export function toContainerStatus(ctx: RuntimeContext, c: ContainerRecord): ContainerStatus {
+  const user = ctx.containers.specOf(c).process.user;
   const status: ContainerStatus = {
     id: c.id,
     metadata: c.metadata,
@@ -105,7 +107,7 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
     message: c.status.message,
     labels: c.labels,
     annotations: c.annotations,
-    mounts: c.config.mounts,
+    mounts: ctx.containers.configOf(c).mounts,
     log_path: c.logPath,
     resources: c.resources,
   };
@@ -122,7 +124,7 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
 }
 
 /** containerd's verbose container info: `info["info"]` holds sandboxID, pid, runtimeSpec, config. */
-export function containerInfo(c: ContainerRecord): Record<string, string> {
+export function containerInfo(ctx: RuntimeContext, c: ContainerRecord): Record<string, string> {
   return {
     info: JSON.stringify({
       sandboxID: c.sandboxId,
@@ -131,10 +133,10 @@ export function containerInfo(c: ContainerRecord): Record<string, string> {
       snapshotKey: c.id,
       snapshotter: c.os === 'windows' ? 'windows' : 'overlayfs',
       runtimeType: c.os === 'windows' ? 'io.containerd.runhcs.v1' : 'io.containerd.runc.v2',
-      config: c.config,
-      runtimeSpec: c.ociSpec,
+      config: ctx.containers.configOf(c),
+      runtimeSpec: ctx.containers.specOf(c),
       securityOptions: c.securityOptions,
-      platform: c.platform,
+      platform: containerPlatform(ctx, c),
     }),
   };
 }

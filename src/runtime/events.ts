@@ -19,6 +19,6 @@ export function publishEvent(ctx: RuntimeContext, id: string, sandboxId: string,
     container_event_type: type,
     created_at: nanosToWire(ctx.clock.nowNanos()),
     pod_sandbox_status: sandbox === undefined ? null : toPodSandboxStatus(sandbox),
-    containers_statuses: ctx.containers.inGroup(sandboxId).map(toContainerStatus),
+    containers_statuses: ctx.containers.inGroup(sandboxId).map((c) => toContainerStatus(ctx, c)),
   });
 }

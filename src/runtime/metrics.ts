@@ -36,7 +36,7 @@ export function listPodSandboxMetrics(ctx: RuntimeContext): ListPodSandboxMetric
         .inGroup(sandbox.id)
         .filter((c) => c.status.state === ContainerState.RUNNING)
         .map((c) => {
-          const labels = [c.config.metadata?.name ?? '', c.id, c.imageName, c.name, sandbox.config.metadata?.namespace ?? '', sandbox.config.metadata?.name ?? ''];
+          const labels = [c.metadata?.name ?? '', c.id, c.imageName, c.name, sandbox.config.metadata?.namespace ?? '', sandbox.config.metadata?.name ?? ''];
           const values = [
             containerCpu(c, now).usageCoreNanos / 1_000_000_000n,
             BigInt(containerWorkingSet(c)),

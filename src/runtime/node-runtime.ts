@@ -5,16 +5,21 @@ import { join, resolve } from 'node:path';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import { silentLogger, type Logger } from '../log.js';
 import { systemClock, type Clock } from './clock.js';
+import { containerSpecs } from './container-create.js';
+import { handleContainerExit } from './container-start.js';
 import { forceStop } from './container-stop.js';
 import { RUNTIME_RPCS, type CriRuntime } from './cri-runtime.js';
 import { RuntimeError } from './errors.js';
+import { RandomSource } from './ids.js';
+import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
 import { SimulatedRegistry } from './images/catalogue.js';
 import { registerBuiltinCommands } from './process/builtin-commands.js';
-import { defaultCommandRegistry, type CommandRegistry } from './process/command-registry.js';
+import { CommandRegistry } from './process/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
 import { ContainerStore } from './store/container-store.js';
+import { Interner } from './store/intern.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
@@ -24,7 +29,7 @@ export interface NodeRuntimeOptions {
   stateDir: string;
   logger?: Logger;
   clock?: Clock;
-  /** Commands the emulator knows; default: the shared registry with the built-in commands. */
+  /** Commands the emulator knows; default: a registry of this runtime's own. The built-in commands are added to it. */
   commands?: CommandRegistry;
   registry?: SimulatedRegistry;
   /** Runtime handlers RunPodSandbox accepts. Default `['', 'runc', 'runhcs-wcow-process']`. */
@@ -80,7 +85,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
     // State is in memory: runtime-owned logs of an earlier instance belong to nothing now.
     await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
-    const commands = options.commands ?? defaultCommandRegistry;
+    const commands = options.commands ?? new CommandRegistry();
     registerBuiltinCommands(commands);
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
@@ -89,19 +94,25 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
     // would print the key twice.
     const load = new CallLoad();
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load);
+    const random = new RandomSource();
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random);
+    const interner = new Interner();
     const ctx: RuntimeContext = {
       settings,
       logger,
       clock: options.clock ?? systemClock,
-      sandboxes: new SandboxStore(),
-      containers: new ContainerStore(),
+      sandboxes: new SandboxStore(interner),
+      containers: new ContainerStore(interner, containerSpecs),
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
       network: { podCidr: options.podCidr ?? '10.88.0.0/16', nextHost: 2 },
       windows,
       load,
+      random,
+      logFiles: new LogFileHandles(undefined, load.tidyUp),
+      onLogError: (err, path) => logger.warn({ err, logPath: path }, 'writing the container log failed'),
+      onContainerExit: (container, exit) => handleContainerExit(ctx, container, exit),
       nextHostPid: () => ++hostPid,
       hasEventListeners: () => listeners.size > 0,
       publish: (event) => {
@@ -137,6 +148,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const { stateDir } = this.ctx.settings;
     await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close();
+    this.ctx.load.tidyUp.now();
     this.ctx.logger.info('runtime closed');
   }
 

@@ -1,7 +1,7 @@
 import { closeSync, constants, ftruncateSync, linkSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeQuietly, tidyUpLater, tidyUpNow } from '../tidy-up.js';
+import { closeQuietly } from '../tidy-up.js';
 import { CallLoad } from './call-load.js';
 
 /** Directory under the runtime's state dir that holds one spare directory per kind of file. */
@@ -71,7 +71,7 @@ export class RecycledFiles {
    * A new, empty file at `path`, open for writing; resolves with its descriptor. Like
    * open(path, 'wx', mode): fails with EEXIST when something is at `path`, never replaces it.
    * A spare taken for it keeps its name in the spare directory, a second link, until tidy-up
-   * (tidyUpLater) unlinks it after the reply.
+   * (TidyUp) unlinks it after the reply.
    */
   async create(path: string): Promise<number> {
     for (let spare = this.spares.pop(); spare !== undefined; spare = this.spares.pop()) {
@@ -95,7 +95,7 @@ export class RecycledFiles {
         break;
       }
       // The spare's own name goes as tidy-up: the inode keeps its new name, nothing is freed.
-      tidyUpLater(() => unlinkQuietly(spare));
+      this.load.tidyUp.later(() => unlinkQuietly(spare));
       return fd;
     }
     return this.load.open(path, 'wx', this.mode);
@@ -105,7 +105,7 @@ export class RecycledFiles {
    * Removes the file at `path` and keeps its inode as a spare, emptied; anything but a regular
    * file (a directory fails as unlink fails on it) and any file beyond the capacity is unlinked.
    * False when nothing was at `path`. The name is gone when this resolves; the inode is emptied
-   * and becomes a spare just after, as tidy-up (tidyUpLater): two of the four system calls of a
+   * and becomes a spare just after, as tidy-up (TidyUp): two of the four system calls of a
    * removal were on the clock of the call that removed the file (StartContainer).
    */
   async remove(path: string): Promise<boolean> {
@@ -129,7 +129,7 @@ export class RecycledFiles {
       return this.unlink(path); // Another file system: nothing to reuse.
     }
     this.emptying++;
-    tidyUpLater(() => this.keepEmptied(fd, spare));
+    this.load.tidyUp.later(() => this.keepEmptied(fd, spare));
     return true;
   }
 
@@ -153,7 +153,7 @@ export class RecycledFiles {
   /** Unlinks every spare (shutdown). */
   async close(): Promise<void> {
     this.open = false;
-    tidyUpNow(); // Removed files still being emptied.
+    this.load.tidyUp.now(); // Removed files still being emptied.
     const spares = this.spares.splice(0);
     await Promise.all(spares.map((s) => this.unlink(s)));
   }

@@ -2,9 +2,12 @@ import type { Logger } from '../log.js';
 import type { CallLoad } from './call-load.js';
 import type { Clock } from './clock.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
+import type { RandomSource } from './ids.js';
 import type { SimulatedRegistry } from './images/catalogue.js';
+import type { LogFileHandles } from './logging/cri-log-writer.js';
+import type { ProcessExit } from './process/simulated-process.js';
 import type { CommandRegistry } from './process/command-registry.js';
-import type { ContainerStore } from './store/container-store.js';
+import type { ContainerRecord, ContainerStore } from './store/container-store.js';
 import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';
 import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
@@ -33,7 +36,8 @@ export interface NetworkSettings {
 
 /**
  * Everything the RPC handlers work on. Handlers are functions of (context, request) and keep no
- * state of their own; the stores own all state.
+ * state of their own; the stores own all state. Everything a runtime changes hangs off its
+ * context: two runtimes in one process share nothing but immutable tables.
  */
 export interface RuntimeContext {
   readonly settings: RuntimeSettings;
@@ -47,8 +51,16 @@ export interface RuntimeContext {
   readonly network: NetworkSettings;
   /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
   readonly windows: WindowsRuntime;
-  /** The calls in flight; a lone call's file operations run inline. */
+  /** The calls in flight (a lone call's file operations run inline), and the tidy-up after replies. */
   readonly load: CallLoad;
+  /** Random ids (sandboxes, containers, credential spec names). */
+  readonly random: RandomSource;
+  /** The containers' CRI log files: the open descriptors and the records' timestamps. */
+  readonly logFiles: LogFileHandles;
+  /** Told when writing a container log failed (one handler for the runtime's writers). */
+  readonly onLogError: (err: Error, path: string) => void;
+  /** Told when a container's init process exited (one handler for the runtime's containers). */
+  readonly onContainerExit: (container: ContainerRecord, exit: ProcessExit) => Promise<void>;
   /** Simulated host pids for sandbox and container init processes. */
   nextHostPid(): number;
   /** Publishes a GetContainerEvents event. */

@@ -1,12 +1,10 @@
 import { join } from 'node:path';
 import { merged } from '../merged.js';
-import { internValues } from './store/intern.js';
 import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
 import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandboxResponse.js';
 import { CleanupStack } from './cleanup.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
-import { newId } from './ids.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable } from './process/process-table.js';
@@ -46,7 +44,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
 
   const cleanup = new CleanupStack();
   try {
-    const id = newId();
+    const id = ctx.random.newId();
     // One flat string (a template literal leaves a tree of parts the record would keep).
     const name = [metadata.name, metadata.namespace, metadata.uid, metadata.attempt].join('_');
     ctx.sandboxes.names.reserve(name, id);
@@ -73,8 +71,8 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
       id,
       name,
       config,
-      labels: internValues(config.labels),
-      annotations: internValues(config.annotations),
+      labels: config.labels,
+      annotations: config.annotations,
       runtimeHandler: req.runtime_handler,
       os,
       createdAtNanos: ctx.clock.nowNanos(),

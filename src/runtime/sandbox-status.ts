@@ -21,7 +21,7 @@ export function podSandboxStatus(ctx: RuntimeContext, req: PodSandboxStatusReque
   const sandbox = mustFindSandbox(ctx, req.pod_sandbox_id);
   const response: PodSandboxStatusResponse = {
     status: toPodSandboxStatus(sandbox),
-    containers_statuses: ctx.containers.inGroup(sandbox.id).map(toContainerStatus),
+    containers_statuses: ctx.containers.inGroup(sandbox.id).map((c) => toContainerStatus(ctx, c)),
     timestamp: nanosToWire(ctx.clock.nowNanos()),
   };
   if (req.verbose) response.info = sandboxInfo(sandbox);

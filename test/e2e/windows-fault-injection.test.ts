@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCriClient, unaryCall } from '../../src/cri/proto.js';
 import { WINDOWS_FAULT_STEPS, type CredentialSpecCounters, type WindowsFaultStep } from '../../src/runtime/windows/windows-runtime.js';
+import { windowsIdentity } from '../../src/runtime/container-start-windows.js';
 import { startRuntime } from '../support/runtime.js';
 import {
   CONTAINER_CREATED,
@@ -110,14 +111,16 @@ describe('Windows credential spec fault injection through the CRI socket', funct
         await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId });
         const record = rt!.runtime.context.containers.get(containerId);
         if (record === undefined) throw new Error(`no record of ${containerId}`);
-        const amended = JSON.stringify(record.ociSpec);
+        const ctx = rt!.runtime.context;
+        const amended = JSON.stringify(ctx.containers.specOf(record));
         expect(JSON.parse(amended).windows.credentialSpec.DomainJoinConfig.MachineAccountName).to.equal('WebApplication1');
-        const identity = JSON.stringify(record.windowsIdentity);
+        const identity = JSON.stringify(windowsIdentity(ctx, record));
         expect(JSON.parse(identity).domainAccess.kind).to.equal('ok');
         // Forgotten (as when evicted from the caches of recent containers) and derived again.
-        record.released();
-        expect(JSON.stringify(record.ociSpec)).to.equal(amended);
-        expect(JSON.stringify(record.windowsIdentity)).to.equal(identity);
+        ctx.containers.forgetDerived(record);
+        ctx.windows.identities.delete(record);
+        expect(JSON.stringify(ctx.containers.specOf(record))).to.equal(amended);
+        expect(JSON.stringify(windowsIdentity(ctx, record))).to.equal(identity);
         await removeAllPods(cri);
       });
 

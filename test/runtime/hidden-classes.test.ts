@@ -32,9 +32,9 @@ describe('hidden classes of per-pod objects', () => {
         const same = (x, y) => %HaveSameMap(x, y) && %HasFastProperties(x) && %HasFastProperties(y);
         console.log(JSON.stringify({
           sandboxAnnotations: same(a.sandbox.ociSpec.annotations, b.sandbox.ociSpec.annotations),
-          containerAnnotations: same(a.container.ociSpec.annotations, b.container.ociSpec.annotations),
-          executionTarget: same(executionTarget(a.container, a.sandbox), executionTarget(b.container, b.sandbox)),
-          targetPlatform: same(executionTarget(a.container, a.sandbox).platform, executionTarget(b.container, b.sandbox).platform),
+          containerAnnotations: same(ctx.containers.specOf(a.container).annotations, ctx.containers.specOf(b.container).annotations),
+          executionTarget: same(executionTarget(ctx, a.container), executionTarget(ctx, b.container)),
+          targetPlatform: same(executionTarget(ctx, a.container).platform, executionTarget(ctx, b.container).platform),
         }));
       } finally {
         await fixture.close();

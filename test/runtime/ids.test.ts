@@ -1,8 +1,12 @@
 import { expect } from 'chai';
-import { newId, randomHex } from '../../src/runtime/ids.js';
+import { RandomSource } from '../../src/runtime/ids.js';
 import { newCredentialSpecName, CREDENTIAL_SPEC_NAME_PREFIX } from '../../src/runtime/windows/credential-spec-handoff.js';
 
 describe('runtime ids', () => {
+  const random = new RandomSource();
+  const newId = (): string => random.newId();
+  const randomHex = (bytes: number): string => random.hex(bytes);
+
   it('are 64 lowercase hex characters', () => {
     for (let i = 0; i < 200; i++) expect(newId()).to.match(/^[0-9a-f]{64}$/);
   });

@@ -203,13 +203,15 @@ describe('runtime: sandbox and container lifecycle', () => {
     const id = await createContainer(fx.runtime, sb, overrides);
     const record = fx.runtime.context.containers.get(id);
     if (record === undefined) throw new Error('no record');
-    const config = JSON.stringify(record.config);
-    const spec = JSON.stringify(record.ociSpec);
+    const { containers } = fx.runtime.context;
+    const config = JSON.stringify(containers.configOf(record));
+    const spec = JSON.stringify(containers.specOf(record));
     expect(JSON.parse(config)).to.deep.include({ args: ['echo hi; sleep 30'], working_dir: '/tmp', labels: { app: 'web' } });
     expect(JSON.parse(spec).process.args).to.deep.equal(['sh', '-c', 'echo hi; sleep 30']);
-    record.specChanged();
-    expect(JSON.stringify(record.config)).to.equal(config);
-    expect(JSON.stringify(record.ociSpec)).to.equal(spec);
+    // What a container no longer among the latest gets: its config decoded, its spec composed again.
+    containers.forgetDerived(record);
+    expect(JSON.stringify(containers.configOf(record))).to.equal(config);
+    expect(JSON.stringify(containers.specOf(record))).to.equal(spec);
   });
 
   it('updates container resources into the status and spec, and refuses exited containers', async () => {

@@ -1,4 +1,4 @@
-/** Resolves once tidy-up queued before this call has run (tidyUpLater: two turns of the event loop). */
+/** Resolves once tidy-up queued before this call has run (TidyUp.later: two turns of the event loop). */
 export function afterTidyUp(): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }

@@ -1,9 +1,9 @@
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { closeLater } from '../../tidy-up.js';
+import { TidyUp } from '../../tidy-up.js';
 import type { CallLoad } from '../call-load.js';
-import { formatRfc3339Nano, type Clock } from '../clock.js';
+import { Rfc3339NanoFormatter, type Clock } from '../clock.js';
 
 export type LogStream = 'stdout' | 'stderr';
 
@@ -14,8 +14,14 @@ export const MAX_LOG_LINE_BYTES = 16 * 1024;
  * Formats one CRI log record: `<RFC3339Nano> <stream> <P|F> <content>\n`, the format the kubelet
  * and `crictl logs` parse.
  */
-export function formatLogRecord(nanos: bigint, stream: LogStream, partial: boolean, content: string): string {
-  return `${formatRfc3339Nano(nanos)} ${stream} ${partial ? 'P' : 'F'} ${content}\n`;
+export function formatLogRecord(
+  nanos: bigint,
+  stream: LogStream,
+  partial: boolean,
+  content: string,
+  timestamps: Rfc3339NanoFormatter = new Rfc3339NanoFormatter(),
+): string {
+  return `${timestamps.format(nanos)} ${stream} ${partial ? 'P' : 'F'} ${content}\n`;
 }
 
 /** containerd creates CRI log files 0640. */
@@ -24,7 +30,7 @@ const LOG_FILE_MODE = 0o640;
 /** The largest batch (UTF-16 units) written inline; larger ones go to the thread pool. */
 const INLINE_WRITE_MAX = 16 * 1024;
 
-/** How many log files stay open by default, across all containers of the process. */
+/** How many log files stay open by default, across all containers of a runtime. */
 export const DEFAULT_OPEN_LOG_FILES = 128;
 
 interface OpenLogFile {
@@ -36,7 +42,7 @@ interface OpenLogFile {
 }
 
 /**
- * The open CRI log files of the process, at most `capacity` of them while idle (the least
+ * The open CRI log files of a runtime, at most `capacity` of them while idle (the least
  * recently used closed first, near enough: see `files`). A running container does not hold a
  * file descriptor: with one per container, a node of 20,000 running containers ran out of
  * descriptors (EMFILE) and then could not accept connections either. Files of containers that
@@ -44,6 +50,8 @@ interface OpenLogFile {
  * close.
  *
  * Callers serialise the operations for one key (each CriLogWriter runs them on its own chain).
+ * One per runtime, with the runtime's tidy-up queue (closes after a reply) and the formatter of
+ * its records' timestamps.
  */
 export class LogFileHandles {
   /**
@@ -54,7 +62,13 @@ export class LogFileHandles {
   private readonly files = new Map<object, OpenLogFile>();
   private renewals = 0;
 
-  constructor(readonly capacity: number = DEFAULT_OPEN_LOG_FILES) {
+  /** The timestamps of the records written to these files. */
+  readonly timestamps = new Rfc3339NanoFormatter();
+
+  constructor(
+    readonly capacity: number = DEFAULT_OPEN_LOG_FILES,
+    readonly tidyUp: TidyUp = new TidyUp(),
+  ) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`log file capacity must be a positive integer, not ${capacity}`);
   }
 
@@ -154,9 +168,6 @@ export class LogFileHandles {
 /** The chain of a writer that wrote nothing yet (shared: no promise per idle container). */
 const SETTLED: Promise<void> = Promise.resolve();
 
-/** The process's log files (all runtimes in a process share the descriptor limit). */
-const sharedLogFiles = new LogFileHandles();
-
 /**
  * Writes a container's output to its CRI log file. Output is split into lines per stream; a line
  * is written when its newline arrives (a trailing partial line at close is written as a full
@@ -203,7 +214,7 @@ export class CriLogWriter {
     path: string,
     clock: Clock,
     onError: (err: Error, path: string) => void = () => undefined,
-    files: LogFileHandles = sharedLogFiles,
+    files: LogFileHandles = new LogFileHandles(),
     load?: CallLoad,
   ): Promise<CriLogWriter> {
     const writer = new CriLogWriter(path, files, clock, onError, load);
@@ -226,7 +237,7 @@ export class CriLogWriter {
 
   /**
    * After a lone call's open: writes what the process printed so far through the descriptor the
-   * create opened, and leaves closing it to tidy-up (tidyUpLater); later output takes the usual
+   * create opened, and leaves closing it to tidy-up (TidyUp); later output takes the usual
    * path. A started container's first lines (a banner) so cost one write inside StartContainer,
    * where they used to cost an open, a write and a close on the next turn of the event loop:
    * between the response and its trailers, which the client waits for. Does nothing for a writer
@@ -247,7 +258,7 @@ export class CriLogWriter {
     } catch (err) {
       this.writeFailed(err);
     } finally {
-      closeLater(fd);
+      this.files.tidyUp.closeLater(fd);
     }
   }
 
@@ -276,7 +287,7 @@ export class CriLogWriter {
     }
     while (Buffer.byteLength(buffer) > MAX_LOG_LINE_BYTES) {
       const chunk = buffer.slice(0, MAX_LOG_LINE_BYTES);
-      this.queue(formatLogRecord(now, stream, true, chunk));
+      this.queue(formatLogRecord(now, stream, true, chunk, this.files.timestamps));
       buffer = buffer.slice(MAX_LOG_LINE_BYTES);
     }
     this.setPartial(stream, buffer);
@@ -337,10 +348,10 @@ export class CriLogWriter {
   private record(now: bigint, stream: LogStream, line: string): void {
     let rest = line;
     while (Buffer.byteLength(rest) > MAX_LOG_LINE_BYTES) {
-      this.queue(formatLogRecord(now, stream, true, rest.slice(0, MAX_LOG_LINE_BYTES)));
+      this.queue(formatLogRecord(now, stream, true, rest.slice(0, MAX_LOG_LINE_BYTES), this.files.timestamps));
       rest = rest.slice(MAX_LOG_LINE_BYTES);
     }
-    this.queue(formatLogRecord(now, stream, false, rest));
+    this.queue(formatLogRecord(now, stream, false, rest, this.files.timestamps));
   }
 
   private queue(record: string): void {

@@ -138,11 +138,3 @@ export class CommandRegistry {
     return [...this.commands.keys()].sort();
   }
 }
-
-/** The registry every runtime uses unless given its own; command modules register into it. */
-export const defaultCommandRegistry = new CommandRegistry();
-
-/** Adds a command to the default registry (for separate command modules such as identity commands). */
-export function registerCommand(name: string, handler: CommandHandler, options?: CommandOptions): void {
-  defaultCommandRegistry.register(name, handler, options);
-}

@@ -57,7 +57,7 @@ export const MAX_LOOP_ITERATIONS = 10_000_000;
 // ---------------------------------------------------------------------------------------------
 // Lexer
 
-const OPERATOR_CHARS = new Set([';', '&', '|', '(', ')', '<', '>', '\n']);
+const OPERATOR_CHARS: ReadonlySet<string> = new Set([';', '&', '|', '(', ')', '<', '>', '\n']);
 
 function lex(src: string): Token[] {
   const tokens: Token[] = [];
@@ -267,7 +267,7 @@ function lexExpansion(src: string, i: number, q: boolean): [Part | undefined, nu
 // ---------------------------------------------------------------------------------------------
 // Parser
 
-const RESERVED = new Set(['while', 'until', 'for', 'do', 'done', 'if', 'then', 'elif', 'else', 'fi', '{', '}', '!', 'in', 'case', 'esac']);
+const RESERVED: ReadonlySet<string> = new Set(['while', 'until', 'for', 'do', 'done', 'if', 'then', 'elif', 'else', 'fi', '{', '}', '!', 'in', 'case', 'esac']);
 
 function keywordOf(tok: Token | undefined): string | undefined {
   if (tok?.t !== 'word') return undefined;
@@ -820,7 +820,7 @@ class ShellInterpreter {
 }
 
 /** Names handled by the shell itself before any command lookup. */
-const SPECIAL_BUILTINS = new Set(['exit', ':', 'export', 'unset', 'cd', 'set', 'trap', 'wait', 'ulimit', 'umask', 'exec']);
+const SPECIAL_BUILTINS: ReadonlySet<string> = new Set(['exit', ':', 'export', 'unset', 'cd', 'set', 'trap', 'wait', 'ulimit', 'umask', 'exec']);
 
 /** Integer arithmetic of `$((…))`: + - * / % ( ), comparisons, && ||, unary - and !. */
 export function evaluateArithmetic(src: string, lookup: (name: string) => string | undefined): number {

@@ -8,7 +8,7 @@ const NUMBERS: Record<string, number> = {
 };
 
 /** Signals whose default action is to do nothing. */
-const IGNORED_BY_DEFAULT = new Set(['SIGCHLD', 'SIGCLD', 'SIGCONT', 'SIGURG', 'SIGWINCH']);
+const IGNORED_BY_DEFAULT: ReadonlySet<string> = new Set(['SIGCHLD', 'SIGCLD', 'SIGCONT', 'SIGURG', 'SIGWINCH']);
 
 export function signalNumber(name: string): number {
   return NUMBERS[normaliseSignal(name)] ?? 15;

@@ -7,15 +7,14 @@ import type { ImageConfig } from '../images/catalogue.js';
 import type { CriLogWriter } from '../logging/cri-log-writer.js';
 import type { OciSeccomp } from '../oci/linux-security.js';
 import type { OciSpec } from '../oci/spec.js';
-import type { ContainerFiles } from '../process/container-files.js';
+import { ContainerFiles } from '../process/container-files.js';
 import { ProcessTable } from '../process/process-table.js';
 import type { ExitObserver, ProcessExit, SimulatedProcess } from '../process/simulated-process.js';
-import { intern, internValues } from './intern.js';
+import type { Interner } from './intern.js';
 import { BoundedCache } from './bounded-cache.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 import type { SandboxRecord } from './sandbox-store.js';
-import type { ContainerIdentity } from '../windows/container-identity.js';
-import { WINDOWS_IDENTITY_KEY } from '../windows/identity-command-registration.js';
+import type { CredentialSpecDocument } from '../windows/credential-spec.js';
 
 /** runtime.v1.ContainerState */
 export const ContainerState = { CREATED: 0, RUNNING: 1, EXITED: 2, UNKNOWN: 3 } as const;
@@ -50,6 +49,8 @@ export class ContainerLive implements ExitObserver {
   execs: Set<SimulatedProcess> | undefined = undefined;
   /** CPU time of finished exec processes, nanoseconds. */
   execCpuNanos = 0n;
+  /** Files private to the container: the pod's, and what its processes wrote (ContainerStore.filesOf). */
+  files: ContainerFiles | undefined = undefined;
   private container: ContainerRecord | undefined = undefined;
   private handleExit: ((container: ContainerRecord, exit: ProcessExit) => Promise<void>) | undefined = undefined;
   private handled: Promise<void> | undefined = undefined;
@@ -89,37 +90,14 @@ export class ContainerLive implements ExitObserver {
   }
 }
 
-/**
- * What is derived from a container's inputs on demand rather than stored with it: its full CRI
- * config and its OCI spec. One shared instance per runtime; it may cache recent results.
- */
-export interface ContainerDerivation {
-  config(record: ContainerRecord): ContainerConfig__Output;
-  spec(record: ContainerRecord): OciSpec;
-  /** Keeps a config the caller already has as the record's derived one (CreateContainer's, decoded). */
-  remember(record: ContainerRecord, config: ContainerConfig__Output): void;
-  /** The container's private files (made on first use: most containers never need them). */
-  files(record: ContainerRecord): ContainerFiles;
-  /** Drops what it cached for the record (its spec inputs changed, or it was removed). */
-  forget(record: ContainerRecord): void;
-  /** Applies a change of the spec's inputs to the cached spec, if there is one (else the next derive has it). */
-  amend(record: ContainerRecord, change: (spec: OciSpec) => void): void;
-}
-
-/**
- * Gives a started Windows container's identity again: decided by the mock HCS at start, derived
- * (and cached for the latest containers) rather than stored with every container.
- */
-export interface IdentitySource {
-  identityOf(record: ContainerRecord): ContainerIdentity;
-  forget(record: ContainerRecord): void;
-}
-
 export interface ContainerRecordInit {
   id: string;
   sandbox: SandboxRecord;
   name: string;
-  config: ContainerConfig__Output;
+  metadata: ContainerMetadata__Output | null;
+  imageSpec: ImageSpec__Output | null;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
   imageName: string;
   imageId: string;
   imageRef: string;
@@ -135,14 +113,14 @@ export interface ContainerRecordInit {
   resources: ContainerResources | null;
   processes: ProcessTable;
   sharesPodPid: boolean;
-  derive: ContainerDerivation;
 }
 
 /**
- * A container. It keeps what lists, status and the process need as fields, and its inputs; the
- * full CRI config (`config`) and the OCI spec (`ociSpec`) are derived when asked for (and cached
- * for the latest containers), so tens of thousands of idle containers do not each hold a
- * copy of both.
+ * A container, as containerd's container store keeps one: its metadata (what CreateContainer
+ * decided, never changed), the inputs that StartContainer and UpdateContainerResources change
+ * (through the store, which keeps the OCI spec in step), and its status, which changes through
+ * `updateStatus` only. The full CRI config and the OCI spec are the store's (`configOf`,
+ * `specOf`): kept encoded, so tens of thousands of idle containers do not each hold both.
  */
 export class ContainerRecord {
   readonly id: string;
@@ -172,38 +150,30 @@ export class ContainerRecord {
   readonly seccomp: OciSeccomp | undefined;
   /** Docker-style security options (`credentialspec=file://…`), set by the dockershim layer. */
   readonly securityOptions: readonly string[];
-  /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec). */
-  credentialSpec: string | undefined;
-  /** Where the identity the mock HCS decided at start comes from (Windows, once started). */
-  private identitySource: IdentitySource | undefined;
-  /** The effective user name commands print (`root`, `1002`, `ContainerUser`). */
-  user: string;
-  /** The resources of the config, as UpdateContainerResources last set them. */
-  resources: ContainerResources | null;
-  /** The PID namespace the container's processes live in (its own, or the pod's) and its private files. */
+  /** The PID namespace the container's processes live in (its own, or the pod's). */
   readonly processes: ProcessTable;
   /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
   readonly sharesPodPid: boolean;
+  /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec); set through the store. */
+  credentialSpec: CredentialSpecDocument | undefined;
+  /** The resources of the config, as UpdateContainerResources last set them; set through the store. */
+  resources: ContainerResources | null;
+  /** The effective user name commands print (`root`, `1002`, `ContainerUser`); the start's identity may change it. */
+  user: string;
+  /** Whether the mock HCS decided a Windows identity at start (it is derived again on demand). */
+  windowsIdentityDecided: boolean;
   readonly live: ContainerLive;
   status: ContainerStatusData;
-  /** The config's keys, in order (shared between containers). */
-  readonly configKeys: readonly string[];
-  /** The config's values for those keys as a JSON array, null for labels, annotations, metadata, image. */
-  readonly configValues: string;
-  private readonly derive: ContainerDerivation;
-  private filesMade: ContainerFiles | undefined;
 
   constructor(init: ContainerRecordInit) {
-    const { labels, annotations, metadata, image } = init.config;
     this.id = init.id;
     this.sandbox = init.sandbox;
     this.name = init.name;
-    if (metadata !== null) metadata.name = intern(metadata.name);
-    this.metadata = metadata;
-    this.imageSpec = sharedImageSpec(image);
-    this.labels = internValues(labels, init.sandbox.labels);
-    this.annotations = internValues(annotations);
-    this.imageName = intern(init.imageName);
+    this.metadata = init.metadata;
+    this.imageSpec = init.imageSpec;
+    this.labels = init.labels;
+    this.annotations = init.annotations;
+    this.imageName = init.imageName;
     this.imageId = init.imageId;
     this.imageRef = init.imageRef;
     this.imageConfig = init.imageConfig;
@@ -211,103 +181,49 @@ export class ContainerRecord {
     this.createdAtNanos = init.createdAtNanos;
     this.logPath = init.logPath;
     this.runtimeOwnedLog = init.runtimeOwnedLog;
-    this.args = init.args.map(intern);
+    this.args = init.args;
     this.seccomp = init.seccomp;
     this.securityOptions = init.securityOptions;
-    this.credentialSpec = undefined;
-    this.identitySource = undefined;
-    this.user = init.user;
-    this.resources = init.resources;
     this.processes = init.processes;
     this.sharesPodPid = init.sharesPodPid;
-    this.filesMade = undefined;
-    this.live = newContainerLive();
+    this.credentialSpec = undefined;
+    this.resources = init.resources;
+    this.user = init.user;
+    this.windowsIdentityDecided = false;
+    this.live = new ContainerLive();
     this.status = initialContainerStatus();
-    // The config's values in key order (null for the fields kept above); the key list is shared
-    // by every config with the same keys, so the derived config has the request's key order.
-    const keys = Object.keys(init.config).filter((k) => init.config[k as keyof ContainerConfig__Output] !== undefined);
-    this.configKeys = sharedKeyList(keys);
-    this.configValues = JSON.stringify(keys.map((k) => (KEPT_CONFIG_FIELDS.has(k) ? null : init.config[k as keyof ContainerConfig__Output])));
-    this.derive = init.derive;
   }
 
   get sandboxId(): string {
     return this.sandbox.id;
   }
-
-  /** The CreateContainer config (derived; do not change it). */
-  get config(): ContainerConfig__Output {
-    return this.derive.config(this);
-  }
-
-  /** The OCI spec: composed from the config, image and sandbox, with what start and updates added. */
-  get ociSpec(): OciSpec {
-    return this.derive.spec(this);
-  }
-
-  /** Files private to the container (`/etc/hosts`, what its processes wrote). */
-  get files(): ContainerFiles {
-    return (this.filesMade ??= this.derive.files(this));
-  }
-
-  /** The identity a started Windows container runs with (undefined before its start). */
-  get windowsIdentity(): ContainerIdentity | undefined {
-    return this.identitySource?.identityOf(this);
-  }
-
-  /** The container started with the identity `source` gives. */
-  startedWithIdentity(source: IdentitySource): void {
-    this.identitySource = source;
-  }
-
-  /** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
-  get platform(): Record<string, unknown> {
-    const identity = this.windowsIdentity;
-    return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
-  }
-
-  /** Drops whatever was derived and cached for the container (it was removed). */
-  released(): void {
-    this.derive.forget(this);
-    this.identitySource?.forget(this);
-  }
-
-  /** Call after changing an input of the spec (resources, credential spec). */
-  specChanged(): void {
-    this.derive.forget(this);
-  }
-
-  /**
-   * Call after changing an input of the spec, with the same change as a spec option: a cached
-   * spec takes it in place (what a fresh derive would give), without composing the spec again.
-   */
-  specAmended(change: (spec: OciSpec) => void): void {
-    this.derive.amend(this, change);
-  }
 }
 
-/** Config fields the record keeps as fields of its own, left out of `configValues`. */
-const KEPT_CONFIG_FIELDS = new Set(['labels', 'annotations', 'metadata', 'image']);
-/** Key lists and image specs shared between containers (bounded; the oldest go first). */
-const keyLists = new BoundedCache<string, readonly string[]>(64);
-const imageSpecs = new BoundedCache<string, ImageSpec__Output>(1024);
+/** What the store needs of the runtime to give a container's spec and files (container-create.ts). */
+export interface ContainerSpecs {
+  /** The container's OCI spec from its config and record; throws for a config the spec cannot take. */
+  compose(record: ContainerRecord, config: ContainerConfig__Output): OciSpec;
+  /** The files a runtime bind-mounts into every container of a pod (/etc/hosts, /etc/resolv.conf …). */
+  podFiles(sandbox: SandboxRecord): ReadonlyMap<string, string>;
+}
 
 /**
- * One frozen image spec per image for the usual spec without annotations: every container of an
- * image sends the same one, and a copy per container is most of what a small config costs.
+ * A container's config as the store keeps it: the config's keys (one frozen list shared by every
+ * config with the same keys, so the decoded config has the request's key order) and their values
+ * as a JSON array, null for the fields the record has of its own (labels, annotations, metadata,
+ * image). A few hundred bytes of one string instead of a few kilobytes of objects per container.
  */
-function sharedImageSpec(spec: ImageSpec__Output | null): ImageSpec__Output | null {
-  if (spec === null || Object.keys(spec.annotations ?? {}).length > 0) return spec;
-  const id = [spec.image, spec.user_specified_image, spec.runtime_handler, spec.image_ref].join('\0');
-  return imageSpecs.get(id, () => Object.freeze({ ...spec, annotations: Object.freeze({}) }));
+interface EncodedConfig {
+  readonly keys: readonly string[];
+  readonly values: string;
 }
 
-/** One frozen array per distinct key list (configs decoded from the wire all share one). */
-function sharedKeyList(keys: string[]): readonly string[] {
-  return keyLists.get(keys.join(','), () => Object.freeze(keys));
-}
+/** Config fields the record keeps as fields of its own, left out of the encoded values. */
+const KEPT_CONFIG_FIELDS: ReadonlySet<string> = new Set(['labels', 'annotations', 'metadata', 'image']);
+/** How many containers keep their decoded config and composed spec (the latest; a removed one at once). */
+const DERIVED_CACHE_SIZE = 256;
 
-const TRANSITIONS = new Map<number, Set<number>>([
+const TRANSITIONS: ReadonlyMap<number, ReadonlySet<number>> = new Map<number, ReadonlySet<number>>([
   [ContainerState.CREATED, new Set([ContainerState.RUNNING, ContainerState.EXITED, ContainerState.UNKNOWN])],
   [ContainerState.RUNNING, new Set([ContainerState.EXITED, ContainerState.UNKNOWN])],
   [ContainerState.UNKNOWN, new Set([ContainerState.EXITED])],
@@ -328,20 +244,142 @@ export function initialContainerStatus(): ContainerStatusData {
   };
 }
 
-export function newContainerLive(): ContainerLive {
-  return new ContainerLive();
-}
-
 export { ProcessTable };
 
 /**
  * Containers, by id, id prefix, state, labels and pod sandbox; names reserved until removal.
- * The list view is the CRI `Container` message.
+ * The list view is the CRI `Container` message. Behind this seam: the shared copies of repeated
+ * strings (Interner), the encoded configs, and the decoded configs and composed specs of the
+ * latest containers.
  */
 export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRecord, Container> {
   readonly names = new NameRegistry('container');
+  private readonly encoded = new Map<string, EncodedConfig>();
+  private readonly configs = new BoundedCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
+  private readonly specs = new BoundedCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
+  /** Key lists and image specs shared between containers (bounded; the oldest go first). */
+  private readonly keyLists = new BoundedCache<string, readonly string[]>(64);
+  private readonly imageSpecs = new BoundedCache<string, ImageSpec__Output>(1024);
+  /** The pod's files, built once per sandbox on first use and shared by its containers. */
+  private readonly podFileMaps = new WeakMap<SandboxRecord, ReadonlyMap<string, string>>();
+  private readonly podFilesOf = (sandbox: SandboxRecord): ReadonlyMap<string, string> => {
+    let files = this.podFileMaps.get(sandbox);
+    if (files === undefined) this.podFileMaps.set(sandbox, (files = this.containerSpecs.podFiles(sandbox)));
+    return files;
+  };
 
-  constructor() {
+  constructor(
+    private readonly interner: Interner,
+    private readonly containerSpecs: ContainerSpecs,
+  ) {
     super('container', TRANSITIONS, containerStateName, (record) => record.sandboxId);
+  }
+
+  /**
+   * A record for a container being created, with the config's labels, annotations, metadata and
+   * image spec; the strings many containers repeat become shared copies. Not stored until `add`.
+   */
+  newRecord(init: Omit<ContainerRecordInit, 'metadata' | 'imageSpec' | 'labels' | 'annotations'>, config: ContainerConfig__Output): ContainerRecord {
+    const { metadata } = config;
+    if (metadata !== null) metadata.name = this.interner.intern(metadata.name);
+    return new ContainerRecord({
+      ...init,
+      metadata,
+      imageSpec: this.sharedImageSpec(config.image),
+      labels: this.interner.values(config.labels, init.sandbox.labels),
+      annotations: this.interner.values(config.annotations),
+      imageName: this.interner.intern(init.imageName),
+      args: init.args.map((arg) => this.interner.intern(arg)),
+    });
+  }
+
+  /**
+   * Stores a created container with its config and the spec composed from it
+   * (validateContainerConfig): both are kept for the start that usually follows.
+   */
+  override add(record: ContainerRecord, config?: ContainerConfig__Output, spec?: OciSpec): void {
+    if (config === undefined) throw new Error(`container ${record.id}: a container is stored with its config`);
+    super.add(record);
+    // The config's values in key order, null for the fields the record keeps.
+    const keys = Object.keys(config).filter((k) => config[k as keyof ContainerConfig__Output] !== undefined);
+    this.encoded.set(record.id, {
+      keys: this.keyLists.get(keys.join(','), () => Object.freeze(keys)),
+      values: JSON.stringify(keys.map((k) => (KEPT_CONFIG_FIELDS.has(k) ? null : config[k as keyof ContainerConfig__Output]))),
+    });
+    this.configs.set(record, config);
+    if (spec !== undefined) this.specs.set(record, spec);
+  }
+
+  override delete(id: string): ContainerRecord | undefined {
+    const record = super.delete(id);
+    if (record === undefined) return undefined;
+    this.encoded.delete(id);
+    this.configs.delete(record);
+    this.specs.delete(record);
+    return record;
+  }
+
+  /** The CreateContainer config (shared: do not change it). */
+  configOf(record: ContainerRecord): ContainerConfig__Output {
+    return this.configs.get(record, this.decodeConfig);
+  }
+
+  /** The OCI spec: composed from the config, image and sandbox, with what start and updates added (shared: do not change it). */
+  specOf(record: ContainerRecord): OciSpec {
+    return this.specs.get(record, this.composeSpec);
+  }
+
+  /** Files private to the container (`/etc/hosts`, what its processes wrote), made on first use. */
+  filesOf(record: ContainerRecord): ContainerFiles {
+    return (record.live.files ??= ContainerFiles.forPod(record.sandbox, this.podFilesOf));
+  }
+
+  /** UpdateContainerResources: the resources change, and with them the spec. */
+  setResources(record: ContainerRecord, resources: ContainerResources | null): void {
+    record.resources = resources;
+    this.specs.delete(record);
+  }
+
+  /**
+   * StartContainer: the credential spec HCS accepted goes into the spec (`amend`, the same change
+   * as a spec option, takes it into a kept spec in place; the next composition has it anyway).
+   */
+  setCredentialSpec(record: ContainerRecord, document: CredentialSpecDocument | undefined, amend: (spec: OciSpec) => void): void {
+    record.credentialSpec = document;
+    const kept = this.specs.peek(record);
+    if (kept !== undefined) amend(kept);
+  }
+
+  /** Drops the decoded config and spec kept for a record (tests: what a container not among the latest sees). */
+  forgetDerived(record: ContainerRecord): void {
+    this.configs.delete(record);
+    this.specs.delete(record);
+  }
+
+  private readonly decodeConfig = (record: ContainerRecord): ContainerConfig__Output => {
+    const encoded = this.encoded.get(record.id);
+    if (encoded === undefined) throw new Error(`container ${record.id} is not in the store`);
+    const values = JSON.parse(encoded.values) as unknown[];
+    const config: Record<string, unknown> = {};
+    encoded.keys.forEach((key, i) => {
+      config[key] = values[i];
+    });
+    config['labels'] = record.labels;
+    config['annotations'] = record.annotations;
+    config['metadata'] = record.metadata;
+    config['image'] = record.imageSpec;
+    return config as unknown as ContainerConfig__Output;
+  };
+
+  private readonly composeSpec = (record: ContainerRecord): OciSpec => this.containerSpecs.compose(record, this.configOf(record));
+
+  /**
+   * One frozen image spec per image for the usual spec without annotations: every container of an
+   * image sends the same one, and a copy per container is most of what a small config costs.
+   */
+  private sharedImageSpec(spec: ImageSpec__Output | null): ImageSpec__Output | null {
+    if (spec === null || Object.keys(spec.annotations ?? {}).length > 0) return spec;
+    const id = [spec.image, spec.user_specified_image, spec.runtime_handler, spec.image_ref].join('\0');
+    return this.imageSpecs.get(id, () => Object.freeze({ ...spec, annotations: Object.freeze({}) }));
   }
 }

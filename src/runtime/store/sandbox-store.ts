@@ -2,6 +2,7 @@ import type { PodSandbox } from '../../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { OciSpec } from '../oci/spec.js';
 import type { ProcessTable } from '../process/process-table.js';
+import { Interner } from './intern.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 
 /** runtime.v1.PodSandboxState */
@@ -40,7 +41,7 @@ export interface SandboxRecord {
   status: SandboxStatusData;
 }
 
-const TRANSITIONS = new Map<number, Set<number>>([
+const TRANSITIONS: ReadonlyMap<number, ReadonlySet<number>> = new Map<number, ReadonlySet<number>>([
   [SandboxState.READY, new Set([SandboxState.NOTREADY])],
   [SandboxState.NOTREADY, new Set()],
 ]);
@@ -49,12 +50,19 @@ export const sandboxStateName = (state: number): string => (state === SandboxSta
 
 /**
  * Pod sandboxes, by id, id prefix, state and labels; names reserved until removal.
- * The list view is the CRI `PodSandbox` message.
+ * The list view is the CRI `PodSandbox` message. A record's label and annotation values become
+ * the runtime's shared copies (Interner) as it is stored.
  */
 export class SandboxStore extends RecordStore<SandboxStatusData, SandboxRecord, PodSandbox> {
   readonly names = new NameRegistry('pod sandbox');
 
-  constructor() {
+  constructor(private readonly interner: Interner = new Interner()) {
     super('pod sandbox', TRANSITIONS, sandboxStateName);
+  }
+
+  override add(record: SandboxRecord): void {
+    this.interner.values(record.labels);
+    this.interner.values(record.annotations);
+    super.add(record);
   }
 }

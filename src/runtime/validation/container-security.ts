@@ -3,7 +3,7 @@ import type { SecurityProfile__Output } from '../../generated/runtime/v1/Securit
 import { RuntimeError } from '../errors.js';
 
 /** The values a (deprecated) seccomp_profile_path may take, as the kubelet and runtimes accept them. */
-const SECCOMP_NAMES = new Set(['', 'unconfined', 'runtime/default', 'docker/default']);
+const SECCOMP_NAMES: ReadonlySet<string> = new Set(['', 'unconfined', 'runtime/default', 'docker/default']);
 
 /** runtime.v1.SecurityProfile.ProfileType.Localhost */
 const LOCALHOST = 2;

@@ -109,6 +109,8 @@ export interface IdentityOptions {
   hostProcess?: boolean;
   /** Used in hcsshim-style messages. */
   containerId?: string;
+  /** Where checks that came out the same for every container are kept (a runtime's; none: none kept). */
+  accessChecks?: AccessChecks;
 }
 
 interface ResolvedUser {
@@ -294,21 +296,27 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
 }
 
 /**
- * Checks that came out the same for every container, per node and credential spec document: the
- * node and its AD do not change while a runtime runs, and a document is one shared, frozen object
- * per accepted text (parseCredentialSpec). The container's id appears only in the CCG plugin's
- * failures, which stop the start (`fatal`) and are not kept.
+ * Checks that came out the same for every container, per credential spec document, for one node:
+ * the node and its AD do not change while a runtime runs, and a document is one shared, frozen
+ * object per accepted text (CredentialSpecParser). The container's id appears only in the CCG
+ * plugin's failures, which stop the start (`fatal`) and are not kept. One per runtime.
  */
-const keptAccessChecks = new WeakMap<NodeDirectory, WeakMap<CredentialSpecDocument, AccessCheck>>();
+export class AccessChecks {
+  private readonly kept = new WeakMap<CredentialSpecDocument, AccessCheck>();
 
-function accessCheckOf(node: NodeDirectory, spec: CredentialSpecDocument, containerId: string): AccessCheck {
-  let kept = keptAccessChecks.get(node);
-  if (kept === undefined) keptAccessChecks.set(node, (kept = new WeakMap()));
-  const known = kept.get(spec);
-  if (known !== undefined) return known;
-  const check = checkCredentialSpec(node, spec, containerId);
-  if (check.fatal === undefined) kept.set(spec, deepFreeze(check));
-  return check;
+  constructor(readonly node: NodeDirectory) {}
+
+  of(spec: CredentialSpecDocument, containerId: string): AccessCheck {
+    const known = this.kept.get(spec);
+    if (known !== undefined) return known;
+    const check = checkCredentialSpec(this.node, spec, containerId);
+    if (check.fatal === undefined) this.kept.set(spec, deepFreeze(check));
+    return check;
+  }
+}
+
+function accessCheckOf(node: NodeDirectory, spec: CredentialSpecDocument, containerId: string, kept: AccessChecks | undefined): AccessCheck {
+  return kept !== undefined && kept.node === node ? kept.of(spec, containerId) : checkCredentialSpec(node, spec, containerId);
 }
 
 /** A HostProcess container shares the node's identity: its computer account in its joined domain. */
@@ -383,7 +391,7 @@ export function evaluateContainerIdentity(
     ? { access: hostDomainAccess(node) }
     : credentialSpec === undefined
       ? { access: { kind: 'none' } }
-      : accessCheckOf(node, credentialSpec, containerId);
+      : accessCheckOf(node, credentialSpec, containerId, options.accessChecks);
   const access = check.access;
 
   const resolved: ResolvedUser = user ?? { name: requested, domain: computerName, kind: 'local', logonId: '0x0' };

@@ -3,10 +3,9 @@ import { chmod, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
-import { closeLater } from '../../tidy-up.js';
 import { CallLoad } from '../call-load.js';
 import { RuntimeError } from '../errors.js';
-import { randomHex } from '../ids.js';
+import { RandomSource } from '../ids.js';
 import { RecycledFiles, SPARE_FILES_DIRECTORY } from '../recycled-files.js';
 import { SimulatedRegistry } from './simulated-registry.js';
 
@@ -56,8 +55,8 @@ export interface CredentialSpecHandoffObserver {
 }
 
 /** An unguessable name: the prefix and 40 random bytes in hex, as cri-dockerd names registry values. */
-export function newCredentialSpecName(): string {
-  return `${CREDENTIAL_SPEC_NAME_PREFIX}${randomHex(40)}`;
+export function newCredentialSpecName(random: RandomSource = new RandomSource()): string {
+  return `${CREDENTIAL_SPEC_NAME_PREFIX}${random.hex(40)}`;
 }
 
 function outstandingKey(staged: StagedCredentialSpec): string {
@@ -109,6 +108,8 @@ export class CredentialSpecHandoff {
     logger: Logger,
     observer: CredentialSpecHandoffObserver,
     private readonly files: RecycledFiles,
+    private readonly load: CallLoad,
+    private readonly random: RandomSource,
   ) {
     this.transport = transport;
     this.directory = directory;
@@ -124,6 +125,7 @@ export class CredentialSpecHandoff {
     logger: Logger = silentLogger(),
     observer: CredentialSpecHandoffObserver = {},
     load: CallLoad = new CallLoad(),
+    random: RandomSource = new RandomSource(),
   ): Promise<CredentialSpecHandoff> {
     const directory = join(stateDir, CREDENTIAL_SPEC_DIRECTORY);
     await mkdir(directory, { recursive: true, mode: 0o700 });
@@ -131,7 +133,7 @@ export class CredentialSpecHandoff {
     await chmod(directory, 0o700);
     const registry = await SimulatedRegistry.open(stateDir);
     const files = await RecycledFiles.open(join(stateDir, RECYCLED_CREDENTIAL_SPEC_DIRECTORY), CREDENTIAL_SPEC_FILE_MODE, load);
-    return new CredentialSpecHandoff(transport, directory, registry, logger, observer, files);
+    return new CredentialSpecHandoff(transport, directory, registry, logger, observer, files, load, random);
   }
 
   /** True for the KEP's file: delete it as soon as StartContainer returns. */
@@ -149,11 +151,11 @@ export class CredentialSpecHandoff {
 
   private async write(credentialSpec: string): Promise<StagedCredentialSpec> {
     if (this.transport === 'registry') {
-      const name = newCredentialSpecName();
+      const name = newCredentialSpecName(this.random);
       await this.registry.setStringValue(CREDENTIAL_SPEC_REGISTRY_KEY, name, credentialSpec);
       return { transport: 'registry', name, securityOption: `credentialspec=registry://${name}` };
     }
-    const name = `${newCredentialSpecName()}.json`;
+    const name = `${newCredentialSpecName(this.random)}.json`;
     const path = join(this.directory, name);
     // Written directly rather than through tmp-promise's `file`: tmp resolves its directory
     // (realpath, an lstat per path component) and stats the name on every call, and the old code
@@ -167,7 +169,7 @@ export class CredentialSpecHandoff {
     // (RecycledFiles); otherwise only the open may go to the thread pool (when other calls are in
     // flight; see CallLoad): creating an inode may wait on the disk. Writing a few hundred bytes
     // into the page cache is a memory operation of microseconds, cheaper than the pool round trip
-    // it would otherwise take; the close is tidy-up after the reply (closeLater).
+    // it would otherwise take; the close is tidy-up after the reply (TidyUp.closeLater).
     const fd = await this.files.create(path);
     try {
       try {
@@ -175,7 +177,7 @@ export class CredentialSpecHandoff {
         // object for every string one it is given.
         writeFileSync(fd, credentialSpec);
       } finally {
-        closeLater(fd);
+        this.load.tidyUp.closeLater(fd);
       }
     } catch (err) {
       // A failed write leaves the file; never leave a partial spec behind.

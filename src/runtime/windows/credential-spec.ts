@@ -44,7 +44,7 @@ function invalid(detail: string): RuntimeError {
  * `invalid credential spec: DomainJoinConfig.Sid "S-1-5-21-x" is not a domain SID (S-1-5-21-a-b-c)`.
  */
 export function parseCredentialSpec(text: string): CredentialSpecDocument {
-  return validatedTexts.get(text, parseAndValidate);
+  return parseAndValidate(text);
 }
 
 /**
@@ -57,11 +57,18 @@ export function parseCredentialSpec(text: string): CredentialSpecDocument {
 const VALIDATED_TEXTS = 32;
 
 /**
- * Accepted texts and their documents, deep-frozen: one document is shared by every container
- * started with that text (it goes into their OCI specs as `windows.credentialSpec`). Rejections
- * are not kept; a rejected text is checked again, with the same message.
+ * parseCredentialSpec, keeping accepted texts with their documents, deep-frozen: one document is
+ * shared by every container started with that text (it goes into their OCI specs as
+ * `windows.credentialSpec`). Rejections are not kept; a rejected text is checked again, with the
+ * same message. One per runtime.
  */
-const validatedTexts = new BoundedCache<string, CredentialSpecDocument>(VALIDATED_TEXTS);
+export class CredentialSpecParser {
+  private readonly validated = new BoundedCache<string, CredentialSpecDocument>(VALIDATED_TEXTS);
+
+  parse(text: string): CredentialSpecDocument {
+    return this.validated.get(text, parseAndValidate);
+  }
+}
 
 function parseAndValidate(text: string): CredentialSpecDocument {
   const bytes = Buffer.byteLength(text, 'utf8');

@@ -7,7 +7,7 @@ import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 const requireCommonJs = createRequire(import.meta.url);
 
 /**
- * One ajv instance for the Windows schemas. `errorReason` is our annotation keyword: the sentence
+ * An ajv instance for a Windows schema. `errorReason` is our annotation keyword: the sentence
  * an error uses when a value does not match a pattern or enum, so messages read as the rule
  * ("is not a domain SID (S-1-5-21-a-b-c)") rather than as a regular expression.
  * `verbose` gives each error its schema and value, which the messages need.
@@ -19,15 +19,14 @@ function createAjv(): Ajv {
   return ajv;
 }
 
-let sharedAjv: Ajv | undefined;
-
 /** A schema compiled once, on its first use. */
 export interface CompiledSchema<T> {
   readonly validate: ValidateFunction<T>;
 }
 
 /**
- * Declares a schema; it is compiled on first use and then kept. Compiling every schema at module
+ * Declares a schema; it is compiled on first use (by an ajv instance of its own) and then kept:
+ * an immutable table every runtime of the process may share. Compiling every schema at module
  * load cost start-up time for schemas a run may never need (the credential spec schema waits
  * for the first gMSA container).
  */
@@ -35,8 +34,7 @@ export function compileSchema<T>(schema: object): CompiledSchema<T> {
   let compiled: ValidateFunction<T> | undefined;
   return {
     get validate(): ValidateFunction<T> {
-      sharedAjv ??= createAjv();
-      compiled ??= sharedAjv.compile<T>(schema);
+      compiled ??= createAjv().compile<T>(schema);
       return compiled;
     },
   };

@@ -1,6 +1,6 @@
 import { openSync, readFileSync, readSync } from 'node:fs';
 import { join, normalize, sep } from 'node:path';
-import { closeLater } from '../../tidy-up.js';
+import { TidyUp } from '../../tidy-up.js';
 import { RuntimeError } from '../errors.js';
 import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
 import type { SimulatedRegistry } from './simulated-registry.js';
@@ -11,6 +11,8 @@ export interface SecurityOptionContext {
   /** The directory `file://` paths are relative to (moby: `<root>\CredentialSpecs`), as the user's state dir names it. */
   credentialSpecDirectory: string;
   registry: SimulatedRegistry;
+  /** Reads `file://` specs (a runtime has one; default: a reader of its own). */
+  reader?: SmallFileReader;
 }
 
 // moby's texts (REFERENCE §7).
@@ -49,32 +51,38 @@ function credentialSpecFilePath(location: string, directory: string): string {
 
 /** Room for a credential spec as New-CredentialSpec writes it (~600 bytes) many times over. */
 const READ_BUFFER_BYTES = 16 * 1024;
-let readBuffer: Buffer | undefined;
 
 /**
- * The file's text: open and one read, the close left to tidy-up (closeLater). readFileSync reads
- * until a read returns nothing and closes at once, two more system calls, and each one costs
- * 5-10 µs on a loaded small machine. A file that fills the buffer is read again whole.
+ * Reads small files: open and one read into a buffer of its own, the close left to tidy-up.
+ * readFileSync reads until a read returns nothing and closes at once, two more system calls, and
+ * each one costs 5-10 µs on a loaded small machine. A file that fills the buffer is read again
+ * whole. One per runtime (its buffer and tidy-up queue are the runtime's).
  */
-function readSmallFile(path: string): string {
-  readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES);
-  const fd = openSync(path, 'r');
-  let length: number;
-  try {
-    length = readSync(fd, readBuffer, 0, READ_BUFFER_BYTES, 0);
-  } finally {
-    closeLater(fd);
+export class SmallFileReader {
+  private buffer: Buffer | undefined;
+
+  constructor(private readonly tidyUp: TidyUp = new TidyUp()) {}
+
+  read(path: string): string {
+    const buffer = (this.buffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES));
+    const fd = openSync(path, 'r');
+    let length: number;
+    try {
+      length = readSync(fd, buffer, 0, READ_BUFFER_BYTES, 0);
+    } finally {
+      this.tidyUp.closeLater(fd);
+    }
+    return length < READ_BUFFER_BYTES ? buffer.toString('utf8', 0, length) : readFileSync(path, UTF8);
   }
-  return length < READ_BUFFER_BYTES ? readBuffer.toString('utf8', 0, length) : readFileSync(path, UTF8);
 }
 
-async function readCredentialSpecFile(containerId: string, location: string, directory: string): Promise<string> {
+async function readCredentialSpecFile(containerId: string, location: string, directory: string, reader: SmallFileReader): Promise<string> {
   const full = credentialSpecFilePath(location, directory);
   try {
     // Synchronous on purpose: the file is the runtime's own, a few hundred bytes written
     // milliseconds ago (in the page cache); one read costs microseconds, where the promise
     // readFile takes four thread-pool round trips (open, fstat, read, close) per start.
-    return readSmallFile(full);
+    return reader.read(full);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // The Windows wording of the open error, as moby wraps it.
@@ -118,7 +126,7 @@ export async function credentialSpecFromSecurityOptions(
     const location = value.slice(separator + 3);
     switch (scheme) {
       case 'file':
-        credentialSpec = await readCredentialSpecFile(context.containerId, location, context.credentialSpecDirectory);
+        credentialSpec = await readCredentialSpecFile(context.containerId, location, context.credentialSpecDirectory, context.reader ?? new SmallFileReader());
         break;
       case 'registry': {
         const found = context.registry.getStringValue(CREDENTIAL_SPEC_REGISTRY_KEY, location);

@@ -2,8 +2,11 @@ import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
 import { CallLoad } from '../call-load.js';
 import { withContext } from '../errors.js';
+import { RandomSource } from '../ids.js';
 import type { CommandRegistry } from '../process/command-registry.js';
-import { parseIdentityMode, type IdentityMode } from './container-identity.js';
+import { BoundedCache } from '../store/bounded-cache.js';
+import { AccessChecks, parseIdentityMode, type ContainerIdentity, type IdentityMode } from './container-identity.js';
+import { CredentialSpecParser } from './credential-spec.js';
 import {
   CredentialSpecHandoff,
   parseCredentialSpecTransport,
@@ -13,6 +16,7 @@ import {
 } from './credential-spec-handoff.js';
 import { registerIdentityCommands } from './identity-command-registration.js';
 import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
+import { SmallFileReader } from './security-options.js';
 
 /**
  * Counters of the credential spec hand-off (the runtime command passes the metrics endpoint's;
@@ -81,8 +85,8 @@ export interface PreparedWindowsRuntime {
   options: WindowsRuntimeOptions;
 }
 
-/** Registries that already have the identity commands (a registry is shared by runtimes in one process). */
-const registriesWithIdentity = new WeakSet<CommandRegistry>();
+/** How many started containers keep their identity object (the latest; a removed one at once). */
+const IDENTITY_CACHE_SIZE = 256;
 
 /**
  * The Windows path of one runtime instance: the simulated node and its AD, the identity mode,
@@ -90,13 +94,30 @@ const registriesWithIdentity = new WeakSet<CommandRegistry>();
  * where a bad node file stops the runtime before it listens.
  */
 export class WindowsRuntime {
+  /** Reads credential spec files back at StartContainer (its buffer is this runtime's). */
+  readonly fileReader: SmallFileReader;
+  /** Accepted credential spec texts and their documents. */
+  readonly credentialSpecs = new CredentialSpecParser();
+  /** AD access checks that came out the same for every container of a credential spec. */
+  readonly accessChecks: AccessChecks;
+  /**
+   * The identities of started containers, kept for the latest (keyed by container record); for
+   * others the same decision is made again (the node and its AD do not change while the runtime
+   * runs, and the decision depends on nothing else).
+   */
+  readonly identities = new BoundedCache<object, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+
   private constructor(
     readonly node: NodeDirectory,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
     private readonly faults: WindowsFaultInjection | undefined,
     private readonly logger: Logger,
-  ) {}
+    load: CallLoad,
+  ) {
+    this.fileReader = new SmallFileReader(load.tidyUp);
+    this.accessChecks = new AccessChecks(node);
+  }
 
   /**
    * Checks the options and loads the node file, creating nothing: a bad node file is refused
@@ -116,6 +137,7 @@ export class WindowsRuntime {
     commands: CommandRegistry,
     logger: Logger = silentLogger(),
     load: CallLoad = new CallLoad(),
+    random: RandomSource = new RandomSource(),
   ): Promise<WindowsRuntime> {
     const { node, mode, transport, options } = prepared;
     const counters = options.credentialSpecMetrics;
@@ -123,14 +145,11 @@ export class WindowsRuntime {
       onWritten: () => counters?.onWritten(),
       onRemoved: () => counters?.onRemoved(),
     };
-    const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load);
-    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger);
+    const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
+    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = await handoff.sweep();
-    if (!registriesWithIdentity.has(commands)) {
-      registerIdentityCommands(commands);
-      registriesWithIdentity.add(commands);
-    }
+    registerIdentityCommands(commands);
     logger.info(
       { node: node.name, nodeSource: node.source, adMode: mode, credentialSpecTransport: transport, sweptCredentialSpecs: swept.length },
       'windows node ready',

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { RuntimeError } from '../../../src/runtime/errors.js';
-import { parseCredentialSpec, MAX_CREDENTIAL_SPEC_BYTES } from '../../../src/runtime/windows/credential-spec.js';
+import { CredentialSpecParser, parseCredentialSpec, MAX_CREDENTIAL_SPEC_BYTES } from '../../../src/runtime/windows/credential-spec.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from './kep-example.js';
 
 function rejection(text: string): RuntimeError {
@@ -31,15 +31,18 @@ describe('credential spec validation', () => {
     expect(parseCredentialSpec(text).ActiveDirectoryConfig.HostAccountConfig?.PortableCcgVersion).to.equal('1');
   });
 
-  it('gives one frozen document per accepted text, shared by every container started with it', () => {
-    const doc = parseCredentialSpec(KEP_EXAMPLE_CREDENTIAL_SPEC);
-    expect(parseCredentialSpec(KEP_EXAMPLE_CREDENTIAL_SPEC.slice())).to.equal(doc);
+  it("gives one frozen document per accepted text, shared by every container of a runtime started with it", () => {
+    const parser = new CredentialSpecParser();
+    const doc = parser.parse(KEP_EXAMPLE_CREDENTIAL_SPEC);
+    expect(parser.parse(KEP_EXAMPLE_CREDENTIAL_SPEC.slice())).to.equal(doc);
+    // Another runtime's parser keeps its own documents.
+    expect(new CredentialSpecParser().parse(KEP_EXAMPLE_CREDENTIAL_SPEC)).to.not.equal(doc);
     expect(Object.isFrozen(doc.DomainJoinConfig) && Object.isFrozen(doc.ActiveDirectoryConfig.GroupManagedServiceAccounts[0])).to.equal(true);
     expect(() => {
       (doc.DomainJoinConfig as { Sid: string }).Sid = 'S-1-5-21-1-2-3';
     }).to.throw(TypeError);
     // Another text is another document, even when it parses to equal JSON.
-    const spaced = parseCredentialSpec(`${KEP_EXAMPLE_CREDENTIAL_SPEC} `);
+    const spaced = parser.parse(`${KEP_EXAMPLE_CREDENTIAL_SPEC} `);
     expect(spaced).to.not.equal(doc);
     expect(spaced).to.deep.equal(doc);
   });
