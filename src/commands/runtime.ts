@@ -32,6 +32,10 @@ export interface RuntimeCommandOptions {
   logLevel: string;
   /** Seconds without a changing RPC before one full garbage collection; 0: never. */
   idleGcSeconds: number;
+  /** False with --ephemeral: state in memory only, forgotten on restart. */
+  durable: boolean;
+  /** The node restarted: reloaded containers are EXITED, sandboxes NOTREADY. */
+  simulateReboot?: boolean;
 }
 
 async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
@@ -40,6 +44,8 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
   return NodeRuntime.open({
     stateDir: resolve(options.stateDir),
     logger,
+    durable: options.durable,
+    simulateReboot: options.simulateReboot === true,
     windows: {
       nodeFile: options.node === undefined ? undefined : resolve(options.node),
       adMode: options.adMode,
@@ -134,7 +140,9 @@ export function runtimeCommand(): Command {
   return new Command('runtime')
     .description('Serve the CRI v1 API of the simulated Windows node on a unix socket (crictl, critest, kubelet)')
     .option('--listen <endpoint>', 'CRI endpoint to listen on (unix:///absolute/path.sock)', DEFAULT_ENDPOINT)
-    .option('--state-dir <dir>', 'directory for the runtime state (logs, credential spec files)', DEFAULT_STATE_DIR)
+    .option('--state-dir <dir>', 'directory for the runtime state (metadata database, logs, credential spec files)', DEFAULT_STATE_DIR)
+    .option('--ephemeral', 'keep no state across restarts (in memory only; the state directory is reset at start)')
+    .option('--simulate-reboot', 'start as after a node reboot: reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1)')
     .addOption(
       new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does')
@@ -153,7 +161,8 @@ export function runtimeCommand(): Command {
         .default(DEFAULT_IDLE_GC_SECONDS)
         .argParser(parseIdleGcSeconds),
     )
-    .action(async (options: RuntimeCommandOptions) => {
-      await serveRuntime(options);
+    .action(async (options: Omit<RuntimeCommandOptions, 'durable'> & { ephemeral?: boolean }) => {
+      if (options.ephemeral === true && options.simulateReboot === true) throw new InvalidArgumentError('--simulate-reboot needs the durable state that --ephemeral turns off');
+      await serveRuntime({ ...options, durable: options.ephemeral !== true });
     });
 }

@@ -1,0 +1,208 @@
+// A durable runtime (the default of `cri-winsim runtime`) restarted on the same --state-dir, after
+// SIGKILL and after SIGTERM, driven by the real crictl: pods, containers and images come back,
+// a running container keeps running with its start time and identity, a created one still starts
+// with its credential spec. `--simulate-reboot` exits every container with containerd's
+// 255/Unknown (containerd v2.2.7 internal/cri/server/restart.go).
+import { expect } from 'chai';
+import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { crictlJson, runCrictl } from '../support/crictl.js';
+import { requireCriTool } from '../support/paths.js';
+import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import { prng } from '../support/seeded-random.js';
+import { tempDirPerTest } from '../support/temp-dir.js';
+import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
+
+const text = (s: string): string => s.replace(/\r\n/g, '\n').trimEnd();
+
+describe('runtime restart on the same state dir (durable metadata)', function () {
+  this.timeout(120_000);
+  const dir = tempDirPerTest('cri-winsim-restart-');
+  let rt: RuntimeHandle | undefined;
+  const start = async (args: string[] = []): Promise<RuntimeHandle> => (rt = await startRuntime({ dir: dir(), args }));
+  afterEach(async () => {
+    await rt?.stop();
+    rt = undefined;
+  });
+  before(function () {
+    requireCriTool(this, 'crictl');
+  });
+
+  interface Setup {
+    podId: string;
+    runningId: string;
+    createdId: string;
+    files: { pod: string; created: string };
+  }
+
+  async function setUp(r: RuntimeHandle): Promise<Setup> {
+    const logs = join(dir(), 'pod-logs');
+    mkdirSync(logs, { recursive: true });
+    const security = { run_as_username: 'ContainerUser', credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC };
+    const files = { pod: join(dir(), 'pod.json'), web: join(dir(), 'web.json'), created: join(dir(), 'later.json') };
+    writeFileSync(files.pod, JSON.stringify(windowsPodConfig('restart-gmsa', logs, security)));
+    writeFileSync(files.web, JSON.stringify(windowsContainerConfig('iis', IIS, security)));
+    writeFileSync(files.created, JSON.stringify(windowsContainerConfig('later', IIS, security)));
+    await runCrictl(r, ['pull', IIS]);
+    const podId = (await runCrictl(r, ['runp', files.pod])).stdout.trim();
+    const runningId = (await runCrictl(r, ['create', podId, files.web, files.pod])).stdout.trim();
+    await runCrictl(r, ['start', runningId]);
+    const createdId = (await runCrictl(r, ['create', podId, files.created, files.pod])).stdout.trim();
+    return { podId, runningId, createdId, files };
+  }
+
+  const stagedFiles = (): string[] => {
+    try {
+      return readdirSync(join(dir(), 'state', 'CredentialSpecs')).filter((n) => n.startsWith('k8s-cred-spec-'));
+    } catch {
+      return [];
+    }
+  };
+
+  for (const how of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`after ${how}: pods, containers, images, IPs, start times and the gMSA identity are back`, async () => {
+      const first = await start();
+      const s = await setUp(first);
+      const podBefore = await crictlJson(first, ['inspectp', s.podId]);
+      const runningBefore = await crictlJson(first, ['inspect', s.runningId]);
+      const imagesBefore = await crictlJson(first, ['images', '-o', 'json']);
+      expect(stagedFiles()).to.have.length(1);
+      if (how === 'SIGKILL') await first.kill();
+      else await first.stop();
+      rt = undefined;
+
+      const second = await start();
+      expect(second.output()).to.contain('runtime state recovered');
+      const pods = await crictlJson(second, ['pods', '-o', 'json']);
+      expect(pods.items.map((p: { id: string; state: string }) => [p.id, p.state])).to.deep.equal([[s.podId, 'SANDBOX_READY']]);
+      const podAfter = await crictlJson(second, ['inspectp', s.podId]);
+      expect(podAfter.status.network.ip).to.equal(podBefore.status.network.ip);
+      expect(podAfter.status.createdAt).to.equal(podBefore.status.createdAt);
+      const ps = await crictlJson(second, ['ps', '-a', '-o', 'json']);
+      const states = Object.fromEntries(ps.containers.map((c: { id: string; state: string }) => [c.id, c.state]));
+      expect(states).to.deep.equal({ [s.runningId]: 'CONTAINER_RUNNING', [s.createdId]: 'CONTAINER_CREATED' });
+      const runningAfter = await crictlJson(second, ['inspect', s.runningId]);
+      expect(runningAfter.status.startedAt).to.equal(runningBefore.status.startedAt);
+      expect(runningAfter.status.createdAt).to.equal(runningBefore.status.createdAt);
+      expect((await crictlJson(second, ['images', '-o', 'json'])).images).to.deep.equal(imagesBefore.images);
+      expect(text((await runCrictl(second, ['exec', '-s', s.runningId, 'whoami'])).stdout)).to.equal('user manager\\containeruser');
+      // The created container's credential spec survived the start-up sweep, and it starts with it.
+      expect(stagedFiles()).to.have.length(1);
+      await runCrictl(second, ['start', s.createdId]);
+      expect(stagedFiles()).to.deep.equal([]);
+      expect(text((await runCrictl(second, ['exec', '-s', s.createdId, 'whoami'])).stdout)).to.equal('user manager\\containeruser');
+      // A new sandbox does not get an IP a reloaded one has.
+      const other = join(dir(), 'other.json');
+      writeFileSync(other, JSON.stringify(windowsPodConfig('restart-other', join(dir(), 'pod-logs'))));
+      const otherId = (await runCrictl(second, ['runp', other])).stdout.trim();
+      expect((await crictlJson(second, ['inspectp', otherId])).status.network.ip).to.not.equal(podBefore.status.network.ip);
+    });
+  }
+
+  it('--simulate-reboot: containers EXITED with 255/Unknown, sandboxes NOTREADY, no credential spec left', async () => {
+    const first = await start();
+    const s = await setUp(first);
+    await first.kill();
+    rt = undefined;
+    const second = await start(['--simulate-reboot']);
+    const pods = await crictlJson(second, ['pods', '-o', 'json']);
+    expect(pods.items.map((p: { state: string }) => p.state)).to.deep.equal(['SANDBOX_NOTREADY']);
+    for (const id of [s.runningId, s.createdId]) {
+      const c = await crictlJson(second, ['inspect', id]);
+      expect([c.status.state, c.status.exitCode, c.status.reason]).to.deep.equal(['CONTAINER_EXITED', 255, 'Unknown']);
+    }
+    // The created container's credential spec stays until RemoveContainer (its record names it) …
+    expect(stagedFiles()).to.have.length(1);
+    await runCrictl(second, ['rm', s.createdId]);
+    // … and goes with it.
+    expect(stagedFiles()).to.deep.equal([]);
+  });
+
+  it('a record the store cannot read is logged with its id and skipped; the others load', async () => {
+    const first = await start();
+    const s = await setUp(first);
+    await first.stop();
+    rt = undefined;
+    const db = new Database(join(dir(), 'state', 'metadata.db'));
+    db.prepare("UPDATE records SET data = '{not json' WHERE kind = 'container' AND id = ?").run(s.createdId);
+    db.close();
+    const second = await start();
+    expect(second.output()).to.contain(s.createdId).and.to.contain('skipped a stored record the runtime cannot read');
+    const ps = await crictlJson(second, ['ps', '-a', '-o', 'json']);
+    expect(ps.containers.map((c: { id: string }) => c.id)).to.deep.equal([s.runningId]);
+  });
+
+  it('the state dir is 0700 and a symlink planted as the database is refused', async () => {
+    const first = await start();
+    expect(statSync(join(dir(), 'state')).mode & 0o777).to.equal(0o700);
+    await first.stop();
+    rt = undefined;
+    const stateDir = join(dir(), 'state2');
+    mkdirSync(stateDir, { mode: 0o700 });
+    writeFileSync(join(dir(), 'elsewhere'), '');
+    symlinkSync(join(dir(), 'elsewhere'), join(stateDir, 'metadata.db'));
+    const failed = await startRuntime({ dir: dir(), args: ['--state-dir', stateDir] }).then(
+      (r) => { rt = r; return ''; },
+      (err: Error) => err.message,
+    );
+    expect(failed).to.contain('metadata.db is a symlink');
+  });
+
+  it('bounded crash test: SIGKILL at random points of GMSA lifecycles, state matches after each restart', async function () {
+    const seed = Number(process.env['CRASH_SEED'] ?? Date.now() % 100000);
+    const rounds = Number(process.env['CRASH_ROUNDS'] ?? 6);
+    const random = prng(seed);
+    this.test!.title += ` (seed ${seed})`;
+    const logs = join(dir(), 'pod-logs');
+    mkdirSync(logs, { recursive: true });
+    const security = { run_as_username: 'ContainerUser', credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC };
+    try {
+      let r = await start();
+      await runCrictl(r, ['pull', IIS]);
+      for (let round = 0; round < rounds; round++) {
+        const pod = join(dir(), `pod-${round}.json`);
+        const ctr = join(dir(), `ctr-${round}.json`);
+        writeFileSync(pod, JSON.stringify(windowsPodConfig(`crash-${round}`, logs, security)));
+        writeFileSync(ctr, JSON.stringify(windowsContainerConfig('iis', IIS, security)));
+        const steps = ['runp', 'create', 'start', 'stop', 'rm', 'stopp', 'rmp'];
+        const killAfter = Math.floor(random() * steps.length);
+        let podId = '';
+        let ctrId = '';
+        // Acknowledged so far: what the restarted runtime must show.
+        let expected: { pod?: string; ctr?: string } = {};
+        for (let i = 0; i <= killAfter; i++) {
+          const step = steps[i]!;
+          if (step === 'runp') podId = (await runCrictl(r, ['runp', pod])).stdout.trim();
+          if (step === 'create') ctrId = (await runCrictl(r, ['create', podId, ctr, pod])).stdout.trim();
+          if (step === 'start') await runCrictl(r, ['start', ctrId]);
+          if (step === 'stop') await runCrictl(r, ['stop', ctrId]);
+          if (step === 'rm') await runCrictl(r, ['rm', ctrId]);
+          if (step === 'stopp') await runCrictl(r, ['stopp', podId]);
+          if (step === 'rmp') await runCrictl(r, ['rmp', podId]);
+          expected = {
+            pod: i < 6 ? (i < 5 ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY') : undefined,
+            ctr: i === 0 ? undefined : i === 1 ? 'CONTAINER_CREATED' : i === 2 ? 'CONTAINER_RUNNING' : i === 3 ? 'CONTAINER_EXITED' : undefined,
+          };
+        }
+        await r.kill();
+        rt = undefined;
+        r = await start();
+        const pods = (await crictlJson(r, ['pods', '-o', 'json'])).items.filter((p: { id: string }) => p.id === podId);
+        expect(pods.map((p: { state: string }) => p.state), `round ${round} after ${steps[killAfter]}`).to.deep.equal(expected.pod === undefined ? [] : [expected.pod]);
+        const ctrs = (await crictlJson(r, ['ps', '-a', '-o', 'json'])).containers.filter((c: { id: string }) => c.id === ctrId);
+        expect(ctrs.map((c: { state: string }) => c.state), `round ${round} after ${steps[killAfter]}`).to.deep.equal(expected.ctr === undefined ? [] : [expected.ctr]);
+        // No credential spec file that no record names.
+        const named = expected.ctr === 'CONTAINER_CREATED' ? 1 : 0;
+        expect(stagedFiles(), `round ${round}: credential spec files`).to.have.length(named);
+        // Clean up the round's pod so the next starts empty of it.
+        if (expected.pod !== undefined) {
+          await runCrictl(r, ['stopp', podId]);
+          await runCrictl(r, ['rmp', podId]);
+        }
+      }
+    } catch (err) {
+      throw new Error(`crash test failed with CRASH_SEED=${seed}: ${(err as Error).message}`);
+    }
+  });
+});
