@@ -13,6 +13,25 @@ import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { prng } from '../support/seeded-random.js';
 import { tempDirPerTest } from '../support/temp-dir.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
+import { fileURLToPath } from 'node:url';
+import { createCriClient } from '../../src/cri/proto.js';
+import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
+import { listNodePods } from '../../src/kubelet/node-pods.js';
+import { requestingUser } from '../../src/kubelet/rbac.js';
+import { StaticPodSyncLoop } from '../../src/kubelet/static-pods.js';
+
+const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
+const staticPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: adopted
+  namespace: default
+spec:
+  containers:
+    - name: main
+      image: mcr.microsoft.com/windows/nanoserver:ltsc2022
+      command: ["ping", "-t", "localhost"]
+`;
 
 const text = (s: string): string => s.replace(/\r\n/g, '\n').trimEnd();
 
@@ -148,6 +167,54 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
     );
     expect(failed).to.contain('metadata.db is a symlink');
   });
+
+  for (const [how, reboot] of [['SIGKILL', false], ['SIGTERM', false], ['SIGKILL and --simulate-reboot', true]] as const) {
+    it(`the static-pod loop adopts the runtime's pod after ${how} instead of creating another`, async () => {
+      const manifests = join(dir(), 'manifests');
+      mkdirSync(manifests);
+      writeFileSync(join(manifests, 'adopted.yaml'), staticPod);
+      const loopOn = (r: RuntimeHandle) => {
+        const cri = createCriClient(r.endpoint);
+        const loop = new StaticPodSyncLoop(cri, {
+          manifestDir: manifests,
+          cluster: new DirectoryClusterSource(join(examples, 'cluster')),
+          user: requestingUser('alice'),
+          podLogsRoot: join(dir(), 'pods'),
+          gracePeriodSeconds: 1,
+        });
+        return { cri, loop };
+      };
+      const first = await start();
+      const a = loopOn(first);
+      try {
+        expect((await a.loop.syncOnce()).started).to.deep.equal(['default/adopted']);
+      } finally {
+        a.cri.close();
+      }
+      const before = await crictlJson(first, ['pods', '-o', 'json']);
+      if (how.startsWith('SIGKILL')) await first.kill();
+      else await first.stop();
+      rt = undefined;
+      const second = await start(reboot ? ['--simulate-reboot'] : []);
+      const b = loopOn(second);
+      try {
+        const report = await b.loop.syncOnce();
+        const pods = await listNodePods(b.cri);
+        expect(pods.map((p) => [p.name, p.sandboxReady, p.containers.map((c) => c.state)])).to.deep.equal([['adopted', true, ['Running']]]);
+        if (reboot) {
+          // A new sandbox and container, the old NOTREADY one removed: still one pod.
+          expect(report.started).to.deep.equal(['default/adopted']);
+          expect(pods[0]!.sandboxId).to.not.equal(before.items[0].id);
+        } else {
+          expect(report.started).to.deep.equal([]);
+          expect(pods[0]!.sandboxId).to.equal(before.items[0].id);
+        }
+        expect((await crictlJson(second, ['pods', '-o', 'json'])).items).to.have.length(1);
+      } finally {
+        b.cri.close();
+      }
+    });
+  }
 
   it('bounded crash test: SIGKILL at random points of GMSA lifecycles, state matches after each restart', async function () {
     const seed = Number(process.env['CRASH_SEED'] ?? Date.now() % 100000);
