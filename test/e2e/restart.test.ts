@@ -218,7 +218,7 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
 
   it('bounded crash test: SIGKILL between and during the RPCs of GMSA lifecycles; state matches the model after each restart', async function () {
     const seed = Number(process.env['CRASH_SEED'] ?? Date.now() % 1_000_000);
-    const rounds = Number(process.env['CRASH_ROUNDS'] ?? 8);
+    const rounds = Number(process.env['CRASH_ROUNDS'] ?? 24);
     this.timeout(60_000 + rounds * 15_000);
     const random = prng(seed);
     const logs = join(dir(), 'pod-logs');
