@@ -214,7 +214,16 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       const response = await handler(this.ctx, request as never);
       // Group commit: the answer waits for the transaction of this turn's changes (metadata-db.ts).
       const committed = this.db?.committed();
-      if (committed !== undefined) await committed;
+      if (committed !== undefined) {
+        try {
+          await committed;
+        } catch (err) {
+          // The change is made in memory and will be written with the next commit; the caller
+          // learns that it is not durable yet (our text).
+          const full = (err as { code?: unknown }).code === 'SQLITE_FULL';
+          throw new RuntimeError(full ? 'ResourceExhausted' : 'Internal', `${rpc}: the metadata store could not commit the change: ${(err as Error).message}`, { cause: err });
+        }
+      }
       return response;
     } catch (err) {
       if (err instanceof RuntimeError) throw err;

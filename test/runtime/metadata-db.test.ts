@@ -83,6 +83,27 @@ describe('runtime: durable metadata store', () => {
     }
   });
 
+  it('a failed commit rejects committed(), keeps the changes dirty, and the next commit writes them', async () => {
+    const db = MetadataDb.open(dir(), silentLogger());
+    try {
+      // Another connection makes every insert fail, as a full disk would (the commit rolls back).
+      const other = new Database(join(dir(), 'metadata.db'));
+      other.exec("CREATE TRIGGER refuse BEFORE INSERT ON records BEGIN SELECT RAISE(ABORT, 'refused for the test'); END");
+      db.changed('sandbox', 's1', () => '{}');
+      db.changed('sandbox', 's2', () => '{}');
+      const failed = await db.committed()!.then(() => 'committed', (err: Error) => err.message);
+      expect(failed).to.equal('refused for the test');
+      expect(db.rows('sandbox')).to.deep.equal([]);
+      other.exec('DROP TRIGGER refuse');
+      other.close();
+      db.changed('image', 'i1', () => '{}');
+      await db.committed();
+      expect(db.rows('sandbox').map((r) => r.id)).to.deep.equal(['s1', 's2']);
+    } finally {
+      db.close();
+    }
+  });
+
   it('bigints survive the encoding; a look-alike object with more keys stays an object', () => {
     const value = { t: 1_764_000_000_123_456_789n, nested: [{ n: -5n }], other: { $bigint: '1', x: 1 } };
     expect(decodeJson(encodeJson(value))).to.deep.equal(value);

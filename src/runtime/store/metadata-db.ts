@@ -102,7 +102,10 @@ export class MetadataDb {
     this.queue({ kind, id, encode: undefined });
   }
 
-  /** Settles once every change made so far is committed; undefined when none is waiting. */
+  /**
+   * Settles once every change made so far is committed, rejects when that commit failed;
+   * undefined when nothing is waiting.
+   */
   committed(): Promise<void> | undefined {
     return this.flushPromise;
   }
@@ -123,28 +126,38 @@ export class MetadataDb {
   private queue(p: Pending): void {
     if (this.closed) return;
     this.pending.set(`${p.kind}\0${p.id}`, p);
-    this.flushPromise ??= new Promise<void>((resolve) => {
-      setImmediate(() => {
-        this.flush();
-        resolve();
+    if (this.flushPromise === undefined) {
+      const promise = new Promise<void>((resolve, reject) => {
+        setImmediate(() => {
+          const err = this.flush();
+          if (err === undefined) resolve();
+          else reject(err);
+        });
       });
-    });
+      // A change no RPC waits for (a container exit) must not become an unhandled rejection.
+      promise.catch(() => undefined);
+      this.flushPromise = promise;
+    }
   }
 
-  private flush(): void {
+  /** Writes what is waiting in one transaction; returns the error of a failed commit. */
+  private flush(): Error | undefined {
     this.flushPromise = undefined;
-    if (this.pending.size === 0 || this.closed) return;
+    if (this.pending.size === 0 || this.closed) return undefined;
     const batch = [...this.pending.values()];
     this.pending.clear();
     try {
       this.writeBatch(batch);
+      return undefined;
     } catch (err) {
-      // ENOSPC, I/O errors: the transaction rolled back; the records stay dirty for the next turn.
+      // A full disk, an I/O error: the transaction rolled back; the records stay dirty and go
+      // with the next commit, and the RPCs waiting for this one fail (committed() rejects).
       this.logger.error({ err, records: batch.length }, 'metadata store commit failed');
       for (const p of batch) {
         const key = `${p.kind}\0${p.id}`;
         if (!this.pending.has(key)) this.pending.set(key, p);
       }
+      return err instanceof Error ? err : new Error(String(err));
     }
   }
 }
