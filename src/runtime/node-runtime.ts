@@ -25,7 +25,7 @@ import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
 import { MetadataDb } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeSandbox } from './store/record-codec.js';
-import { recoverState } from './recovery.js';
+import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
 
 /** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
 function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
@@ -154,8 +154,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         hostPid = Math.max(hostPid, report.maxHostPid);
         // The sweep keeps the credential specs the reloaded containers still name.
         const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
+        const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
         logger.info(
-          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, reboot: options.simulateReboot === true },
+          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, reboot: options.simulateReboot === true },
           'runtime state recovered',
         );
         persistChanges(ctx, db);

@@ -1,3 +1,5 @@
+import { lstat, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
 import { SimulatedProcess } from './process/simulated-process.js';
@@ -209,4 +211,39 @@ async function resumeContainer(ctx: RuntimeContext, container: ContainerRecord):
 function hostPart(ip: string): number {
   const parts = ip.split('.').map(Number);
   return parts.length === 4 ? (((parts[2] ?? 0) << 8) | (parts[3] ?? 0)) : 0;
+}
+
+/**
+ * Removes the runtime-owned log directories (`pods/<sandbox id>`, `containers/<container id>`
+ * under the state dir) that no reloaded record owns: what an ephemeral run or a record removed
+ * before its directory left. Entries are looked at with lstat and removed as they are: a planted
+ * symlink is removed itself, never followed. Returns how many were removed.
+ */
+export async function sweepRuntimeLogDirectories(ctx: RuntimeContext): Promise<number> {
+  let removed = 0;
+  for (const [dir, owned] of [
+    ['pods', (id: string) => ctx.sandboxes.get(id) !== undefined],
+    ['containers', (id: string) => ctx.containers.get(id) !== undefined],
+  ] as const) {
+    const root = join(ctx.settings.stateDir, dir);
+    let names: string[];
+    try {
+      if (!(await lstat(root)).isDirectory()) {
+        await rm(root, { force: true });
+        continue;
+      }
+      names = await readdir(root);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    for (const name of names) {
+      const path = join(root, name);
+      const isDir = (await lstat(path)).isDirectory();
+      if (isDir && owned(name)) continue;
+      await rm(path, { recursive: isDir, force: true });
+      removed++;
+    }
+  }
+  return removed;
 }

@@ -2,6 +2,7 @@
 // RPC is committed (a second connection sees it), the changes of one turn are one transaction,
 // and a reopened runtime has the records back, bigints and all.
 import { expect } from 'chai';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { silentLogger } from '../../src/log.js';
@@ -62,6 +63,37 @@ describe('runtime: durable metadata store', () => {
       // The reserved names came back too: the same container name is refused.
       const again = await second.createContainer({ pod_sandbox_id: sb.id, config: second.context.containers.configOf(c), sandbox_config: sb.config }).catch((err: Error) => err.message);
       expect(again).to.contain('is reserved');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a durable start removes runtime-owned log directories no record owns, and never follows a planted symlink', async () => {
+    const first = await NodeRuntime.open({ stateDir: join(dir(), 'state'), pullDelayMs: 0, durable: true });
+    let kept: string;
+    try {
+      await pull(first, BUSYBOX);
+      const sb = await runSandbox(first, { log_directory: '' });
+      // A runtime-owned log (log_path empty): containers/<id>/container.log.
+      kept = await createContainer(first, sb, { command: ['sleep', '3600'] });
+      await first.startContainer({ container_id: kept });
+    } finally {
+      await first.close();
+    }
+    const outside = join(dir(), 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'precious'), 'x');
+    expect(existsSync(join(dir(), 'state', 'containers', kept))).to.equal(true);
+    mkdirSync(join(dir(), 'state', 'containers', 'stale-container'), { recursive: true });
+    mkdirSync(join(dir(), 'state', 'pods', 'stale-sandbox'), { recursive: true });
+    symlinkSync(outside, join(dir(), 'state', 'pods', 'planted'));
+    const second = await NodeRuntime.open({ stateDir: join(dir(), 'state'), pullDelayMs: 0, durable: true });
+    try {
+      expect(existsSync(join(dir(), 'state', 'containers', kept, 'container.log'))).to.equal(true);
+      expect(existsSync(join(dir(), 'state', 'containers', 'stale-container'))).to.equal(false);
+      expect(existsSync(join(dir(), 'state', 'pods', 'stale-sandbox'))).to.equal(false);
+      expect(existsSync(join(dir(), 'state', 'pods', 'planted'))).to.equal(false);
+      expect(existsSync(join(outside, 'precious'))).to.equal(true);
     } finally {
       await second.close();
     }
