@@ -20,7 +20,7 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   const id = container.id;
   // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
   // has read it, it is removed while the log file opens; `cleanup` waits for that.
-  let released: Promise<void> | undefined;
+  let released: Promise<void> | undefined = undefined;
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   windows.checkFault('credential-spec-read', id);
   const credentialSpec = await credentialSpecFromSecurityOptions(windows.backendSecurityOptions(container.securityOptions, id), {
