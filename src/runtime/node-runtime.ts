@@ -27,6 +27,18 @@ import { Interner } from './store/intern.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
+import { MetadataDb } from './store/metadata-db.js';
+import { encodeContainer, encodeImage, encodeSandbox } from './store/record-codec.js';
+import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
+
+/** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
+function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
+  ctx.images.onRecordChange((id, image) => (image === undefined ? db.removed('image', id) : db.changed('image', id, () => encodeImage(image))));
+  ctx.sandboxes.onRecordChange((id, sandbox) => (sandbox === undefined ? db.removed('sandbox', id) : db.changed('sandbox', id, () => encodeSandbox(sandbox))));
+  ctx.containers.onRecordChange((id, container) =>
+    container === undefined ? db.removed('container', id) : db.changed('container', id, () => encodeContainer(container, ctx.containers.configOf(container))),
+  );
+}
 
 export interface NodeRuntimeOptions {
   /** Directory the runtime owns: runtime-managed logs (`pods/`, `containers/`) and, for the Windows path, credential spec files. */
@@ -56,6 +68,14 @@ export interface NodeRuntimeOptions {
   runtimeVersion?: string;
   /** Options of the Windows path (node file, AD mode, credential spec transport, test faults). */
   windows?: WindowsRuntimeOptions;
+  /**
+   * Keep the metadata in the state directory's database (store/metadata-db.ts) and reload it at
+   * open; `close` then leaves the state directory as it is. Default false: state in memory only,
+   * runtime-owned files removed at open and close.
+   */
+  durable?: boolean;
+  /** With `durable`: the node restarted; reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
+  simulateReboot?: boolean;
 }
 
 /**
@@ -73,6 +93,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   private constructor(
     private readonly ctx: RuntimeContext,
     private readonly listeners: Set<(ev: ContainerEventResponse) => void>,
+    private readonly db: MetadataDb | undefined,
   ) {
     super();
   }
@@ -95,24 +116,27 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
-    // State is in memory: runtime-owned logs of an earlier instance belong to nothing now.
-    await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
+    const durable = options.durable === true;
+    // Without durability state is in memory: runtime-owned logs of an earlier instance belong to nothing now.
+    if (!durable) await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
     const commands = options.commands ?? new CommandRegistry();
     registerBuiltinCommands(commands);
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
     const logger = options.logger ?? silentLogger();
+    const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
     // Leftover credential specs of an earlier instance are swept before anything serves.
     // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
     // would print the key twice.
     const load = new CallLoad();
     const random = new RandomSource();
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random);
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
     const interner = new Interner();
     let streaming: StreamingServer;
     try {
       streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
     } catch (err) {
+      db?.close();
       await windows.close();
       throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
@@ -145,7 +169,24 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         }
       },
     };
-    const runtime = new NodeRuntime(ctx, listeners);
+    if (db !== undefined) {
+      try {
+        const report = await recoverState(ctx, db, options.simulateReboot === true);
+        hostPid = Math.max(hostPid, report.maxHostPid);
+        // The sweep keeps the credential specs the reloaded containers still name.
+        const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
+        const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
+        logger.info(
+          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, reboot: options.simulateReboot === true },
+          'runtime state recovered',
+        );
+        persistChanges(ctx, db);
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+    }
+    const runtime = new NodeRuntime(ctx, listeners, db);
     for (const ref of options.preloadImages ?? []) {
       await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
         image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
@@ -161,6 +202,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A durable runtime commits and closes its store first: stopping the simulated processes
+    // below is the runtime going away, not the containers exiting (containerd's shims live on).
+    this.db?.close();
     const containers = [...this.ctx.containers.all()];
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
@@ -168,8 +212,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     await this.ctx.streaming.close();
     this.ctx.network.hostPorts.releaseAll();
     const { stateDir } = this.ctx.settings;
-    await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
-    await this.ctx.windows.close();
+    if (this.db === undefined) await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
+    await this.ctx.windows.close(this.db === undefined ? [] : containers.map((c) => c.securityOptions));
     this.ctx.load.tidyUp.now();
     this.ctx.logger.info('runtime closed');
   }
@@ -191,7 +235,20 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
     this.ctx.load.enter();
     try {
-      return await handler(this.ctx, request as never);
+      const response = await handler(this.ctx, request as never);
+      // Group commit: the answer waits for the transaction of this turn's changes (metadata-db.ts).
+      const committed = this.db?.committed();
+      if (committed !== undefined) {
+        try {
+          await committed;
+        } catch (err) {
+          // The change is made in memory and will be written with the next commit; the caller
+          // learns that it is not durable yet (our text).
+          const full = (err as { code?: unknown }).code === 'SQLITE_FULL';
+          throw new RuntimeError(full ? 'ResourceExhausted' : 'Internal', `${rpc}: the metadata store could not commit the change: ${(err as Error).message}`, { cause: err });
+        }
+      }
+      return response;
     } catch (err) {
       if (err instanceof RuntimeError) throw err;
       this.ctx.logger.error({ err, rpc }, 'unexpected runtime failure');
