@@ -4,12 +4,15 @@
 // with its credential spec. `--simulate-reboot` exits every container with containerd's
 // 255/Unknown (containerd v2.2.7 internal/cri/server/restart.go).
 import { expect } from 'chai';
-import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { crictlJson, runCrictl } from '../support/crictl.js';
 import { requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import { freePort } from '../support/control-plane.js';
+import { testPodCidr } from '../support/pod-cidr.js';
 import { prng } from '../support/seeded-random.js';
 import { tempDirPerTest } from '../support/temp-dir.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
@@ -34,12 +37,44 @@ spec:
 `;
 
 const text = (s: string): string => s.replace(/\r\n/g, '\n').trimEnd();
+const NGINX = 'registry.k8s.io/e2e-test-images/nginx:1.14-2';
+const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
+
+/** GET with a few retries while a listener comes up; the status, the Server header and the body. */
+async function get(url: string): Promise<{ status: number; server: string; body: string }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      return { status: res.status, server: res.headers.get('server') ?? '', body: await res.text() };
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The error code of a TCP connect to host:port ('' when it connects). */
+function connectError(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
 
 describe('runtime restart on the same state dir (durable metadata)', function () {
   this.timeout(120_000);
   const dir = tempDirPerTest('cri-winsim-restart-');
   let rt: RuntimeHandle | undefined;
-  const start = async (args: string[] = []): Promise<RuntimeHandle> => (rt = await startRuntime({ dir: dir(), args }));
+  // One pod range for every start of a test: a reloaded IP must be compared within the same range.
+  let podCidr = '';
+  beforeEach(() => {
+    podCidr = testPodCidr();
+  });
+  const start = async (args: string[] = []): Promise<RuntimeHandle> => (rt = await startRuntime({ dir: dir(), args: ['--pod-cidr', podCidr, ...args] }));
   afterEach(async () => {
     await rt?.stop();
     rt = undefined;
@@ -62,7 +97,8 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
     const files = { pod: join(dir(), 'pod.json'), web: join(dir(), 'web.json'), created: join(dir(), 'later.json') };
     writeFileSync(files.pod, JSON.stringify(windowsPodConfig('restart-gmsa', logs, security)));
     writeFileSync(files.web, JSON.stringify(windowsContainerConfig('iis', IIS, security)));
-    writeFileSync(files.created, JSON.stringify(windowsContainerConfig('later', IIS, security)));
+    // Not the image's IIS: the running one serves port 80 of the pod IP already.
+    writeFileSync(files.created, JSON.stringify(windowsContainerConfig('later', IIS, security, ['ping', '-t', 'localhost'])));
     await runCrictl(r, ['pull', IIS]);
     const podId = (await runCrictl(r, ['runp', files.pod])).stdout.trim();
     const runningId = (await runCrictl(r, ['create', podId, files.web, files.pod])).stdout.trim();
@@ -118,6 +154,108 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
       expect((await crictlJson(second, ['inspectp', otherId])).status.network.ip).to.not.equal(podBefore.status.network.ip);
     });
   }
+
+  interface ServingPod {
+    podId: string;
+    webId: string;
+    boxId: string;
+    podIp: string;
+    hostPort: number;
+    files: { pod: string; web: string };
+  }
+
+  /** A Linux pod with a host port: nginx serving port 80 of the pod IP, and a busybox that sleeps. */
+  async function setUpServing(r: RuntimeHandle): Promise<ServingPod> {
+    const hostPort = await freePort();
+    const files = { pod: join(dir(), 'web-pod.json'), web: join(dir(), 'nginx.json'), box: join(dir(), 'box.json') };
+    writeFileSync(files.pod, JSON.stringify({
+      metadata: { name: 'web', namespace: 'restart', uid: 'uid-web', attempt: 0 },
+      log_directory: join(dir(), 'web-logs'),
+      port_mappings: [{ protocol: 0, container_port: 80, host_port: hostPort, host_ip: '' }],
+    }));
+    writeFileSync(files.web, JSON.stringify({ metadata: { name: 'nginx' }, image: { image: NGINX }, log_path: 'nginx.log' }));
+    writeFileSync(files.box, JSON.stringify({ metadata: { name: 'box' }, image: { image: BUSYBOX }, command: ['sleep', '3600'], log_path: 'box.log' }));
+    await runCrictl(r, ['pull', NGINX]);
+    await runCrictl(r, ['pull', BUSYBOX]);
+    const podId = (await runCrictl(r, ['runp', files.pod])).stdout.trim();
+    const webId = (await runCrictl(r, ['create', podId, files.web, files.pod])).stdout.trim();
+    await runCrictl(r, ['start', webId]);
+    const boxId = (await runCrictl(r, ['create', podId, files.box, files.pod])).stdout.trim();
+    await runCrictl(r, ['start', boxId]);
+    const podIp = (await crictlJson(r, ['inspectp', podId])).status.network.ip as string;
+    expect(podIp.startsWith(podCidr.split('.').slice(0, 2).join('.') + '.')).to.equal(true);
+    return { podId, webId, boxId, podIp, hostPort, files };
+  }
+
+  for (const how of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`after ${how}: the pod keeps its IP and host port, nginx serves again, exec works with and without -s`, async () => {
+      const first = await start();
+      const p = await setUpServing(first);
+      expect((await get(`http://127.0.0.1:${p.hostPort}/`)).body).to.contain('Welcome to nginx!');
+      if (how === 'SIGKILL') await first.kill();
+      else await first.stop();
+      rt = undefined;
+      // The runtime is gone: nothing listens on the host port or the pod IP.
+      expect(await connectError('127.0.0.1', p.hostPort)).to.equal('ECONNREFUSED');
+
+      const second = await start();
+      expect((await crictlJson(second, ['inspectp', p.podId])).status.network.ip).to.equal(p.podIp);
+      const viaHostPort = await get(`http://127.0.0.1:${p.hostPort}/`);
+      expect([viaHostPort.status, viaHostPort.server]).to.deep.equal([200, 'nginx/1.14.2']);
+      expect((await get(`http://${p.podIp}/`)).body).to.contain('Welcome to nginx!');
+      // crictl prints ExecSync's stdout and stderr with a newline each.
+      expect(text((await runCrictl(second, ['exec', '-s', p.boxId, 'hostname'])).stdout)).to.equal('web');
+      expect((await runCrictl(second, ['exec', p.boxId, 'echo', 'streamed'])).stdout).to.equal('streamed\n');
+      expect((await runCrictl(second, ['exec', p.webId, 'nginx', '-v'])).stderr).to.contain('nginx version: nginx/1.14.2');
+      // The reloaded sandbox still holds its IP: the allocator starts again at the bottom of the range
+      // and skips it …
+      const others: string[] = [];
+      for (const n of ['a', 'b']) {
+        const file = join(dir(), `other-${n}.json`);
+        writeFileSync(file, JSON.stringify({ metadata: { name: `other-${n}`, namespace: 'restart', uid: `uid-other-${n}`, attempt: 0 }, log_directory: join(dir(), `other-${n}`) }));
+        const id = (await runCrictl(second, ['runp', file])).stdout.trim();
+        others.push((await crictlJson(second, ['inspectp', id])).status.network.ip);
+      }
+      expect(others).to.not.include(p.podIp);
+      expect(new Set(others).size).to.equal(2);
+      // … and its host port: another pod asking for it fails with the portmap text.
+      const rival = join(dir(), 'rival.json');
+      writeFileSync(rival, JSON.stringify({
+        metadata: { name: 'rival', namespace: 'restart', uid: 'uid-rival', attempt: 0 },
+        log_directory: join(dir(), 'rival-logs'),
+        port_mappings: [{ protocol: 0, container_port: 80, host_port: p.hostPort, host_ip: '' }],
+      }));
+      const taken = await runCrictl(second, ['runp', rival], { check: false });
+      expect(taken.stderr).to.contain(`cannot open hostport ${p.hostPort} for pod rival_restart_uid-rival_0: listen tcp4 127.0.0.1:${p.hostPort}: bind: address already in use`);
+      // StopPodSandbox frees what recovery took back.
+      await runCrictl(second, ['stopp', p.podId]);
+      expect(await connectError('127.0.0.1', p.hostPort)).to.equal('ECONNREFUSED');
+      expect(await connectError(p.podIp, 80)).to.equal('ECONNREFUSED');
+    });
+  }
+
+  it('--simulate-reboot: no listener comes back; the host port is free for a new pod', async () => {
+    const first = await start();
+    const p = await setUpServing(first);
+    await first.kill();
+    rt = undefined;
+    const second = await start(['--simulate-reboot']);
+    const web = await crictlJson(second, ['inspect', p.webId]);
+    expect([web.status.state, web.status.exitCode, web.status.reason]).to.deep.equal(['CONTAINER_EXITED', 255, 'Unknown']);
+    expect(await connectError('127.0.0.1', p.hostPort)).to.equal('ECONNREFUSED');
+    expect(await connectError(p.podIp, 80)).to.equal('ECONNREFUSED');
+    const exec = await runCrictl(second, ['exec', '-s', p.boxId, 'hostname'], { check: false });
+    expect(exec.stderr).to.contain(`container ${p.boxId} is in CONTAINER_EXITED state: exec needs a running container`);
+    // The kubelet's way after a reboot: a new sandbox (attempt 1) for the pod takes the host port.
+    const again = join(dir(), 'web-pod-1.json');
+    writeFileSync(again, readFileSync(p.files.pod, 'utf8').replace('"attempt":0', '"attempt":1'));
+    const podId = (await runCrictl(second, ['runp', again])).stdout.trim();
+    const web1 = join(dir(), 'nginx-1.json');
+    writeFileSync(web1, JSON.stringify({ metadata: { name: 'nginx', attempt: 1 }, image: { image: NGINX }, log_path: 'nginx-1.log' }));
+    const webId = (await runCrictl(second, ['create', podId, web1, again])).stdout.trim();
+    await runCrictl(second, ['start', webId]);
+    expect((await get(`http://127.0.0.1:${p.hostPort}/`)).body).to.contain('Welcome to nginx!');
+  });
 
   it('--simulate-reboot: containers EXITED with 255/Unknown, sandboxes NOTREADY, no credential spec left', async () => {
     const first = await start();
