@@ -27,7 +27,7 @@ import { Interner } from './store/intern.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
-import { MetadataDb } from './store/metadata-db.js';
+import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeSandbox } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
 
@@ -117,8 +117,13 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
     const durable = options.durable === true;
-    // Without durability state is in memory: runtime-owned logs of an earlier instance belong to nothing now.
-    if (!durable) await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
+    // Without durability state is in memory: runtime-owned logs of an earlier instance belong to
+    // nothing now, and a database a durable run left goes too (a later durable start must not
+    // bring back records whose logs and credential specs this run removes).
+    if (!durable) {
+      const leftovers = ['pods', 'containers', METADATA_DB_FILE, `${METADATA_DB_FILE}-wal`, `${METADATA_DB_FILE}-shm`];
+      await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
+    }
     const commands = options.commands ?? new CommandRegistry();
     registerBuiltinCommands(commands);
     let hostPid = 1000;

@@ -40,6 +40,29 @@ describe('runtime: durable metadata store', () => {
     }
   });
 
+  it('an ephemeral start removes the database a durable run left: a later durable start finds nothing', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      await runSandbox(first);
+    } finally {
+      await first.close();
+    }
+    expect(existsSync(join(dir(), 'metadata.db'))).to.equal(true);
+    const ephemeral = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0 });
+    try {
+      expect([...ephemeral.context.sandboxes.all()]).to.have.length(0);
+      expect(existsSync(join(dir(), 'metadata.db'))).to.equal(false);
+    } finally {
+      await ephemeral.close();
+    }
+    const durable = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      expect([...durable.context.sandboxes.all()]).to.have.length(0);
+    } finally {
+      await durable.close();
+    }
+  });
+
   it('a reopened runtime has the records back; a running container runs with its start time', async () => {
     const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
     const sb = await runSandbox(first);
