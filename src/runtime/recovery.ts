@@ -2,6 +2,7 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
+import { ContainerStdin } from './process/container-stdin.js';
 import { SimulatedProcess } from './process/simulated-process.js';
 import { ProcessTable } from './process/process-table.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -205,14 +206,19 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
   return report;
 }
 
-/** Re-creates a running container's init process, with its original start time, logging to its file. */
+/**
+ * Re-creates a running container's init process, with its original start time, logging to its
+ * file; a container whose config has `stdin: true` gets a new input channel (attach works again).
+ */
 async function resumeContainer(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
   const writer = await CriLogWriter.open(container.logPath, ctx.clock, ctx.onLogError, ctx.logFiles);
   try {
+    const stdin = ctx.containers.configOf(container).stdin ? new ContainerStdin() : undefined;
+    container.live.stdin = stdin;
     const process = SimulatedProcess.start({
       registry: ctx.commands,
       clock: ctx.clock,
-      target: executionTarget(ctx, container),
+      target: executionTarget(ctx, container, stdin),
       argv: container.args,
       env: processEnvironment(ctx, container),
       io: writer,

@@ -63,6 +63,29 @@ describe('runtime: durable metadata store', () => {
     }
   });
 
+  it('a resumed container with stdin: true gets an input channel again; one without gets none', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    const ids: string[] = [];
+    try {
+      const sb = await runSandbox(first);
+      await pull(first, BUSYBOX);
+      ids.push(await createContainer(first, sb, { metadata: { name: 'shell', attempt: 0 }, command: ['sh'], stdin: true }));
+      ids.push(await createContainer(first, sb, { metadata: { name: 'sleeper', attempt: 0 }, command: ['sleep', '3600'] }));
+      for (const id of ids) await first.startContainer({ container_id: id });
+    } finally {
+      await first.close();
+    }
+    const second = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      const [shell, sleeper] = ids.map((id) => second.context.containers.get(id)!);
+      expect(shell!.status.state).to.equal(ContainerState.RUNNING);
+      expect(shell!.live.stdin).to.not.equal(undefined);
+      expect(sleeper!.live.stdin).to.equal(undefined);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a reopened runtime has the records back; a running container runs with its start time', async () => {
     const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
     const sb = await runSandbox(first);
