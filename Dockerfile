@@ -3,7 +3,8 @@
 #   cri-tools  builds the pinned crictl and critest with scripts/install-tools.mjs, the same
 #              script `npm test` runs, so the image and a developer's machine build them alike
 #   build      npm ci + npm run build (proto types, then tsc into dist/)
-#   prod-deps  npm ci --omit=dev: the production dependencies alone
+#   prod-deps  npm ci --omit=dev: the production dependencies alone, better-sqlite3's native
+#              addon compiled (the app stage copies the compiled node_modules)
 #   crictl     a small image with crictl only, for poking at the runtime's socket
 #   test       the built project with its dev dependencies, tests, crictl and critest in
 #              .tools/bin (compose's `tests` service; `npm test` runs in it)
@@ -17,8 +18,9 @@
 # Versions: Node 20 (package.json engines), Go 1.24 (tools/cri-tools/go.mod says go 1.24.1).
 
 ARG NODE_IMAGE=node:20-bookworm-slim
-# The full image for the Go build: the slim one has no CA certificates, which Go's module
-# downloads need (Node carries its own).
+# The full image for the builds: the slim one has no CA certificates, which Go's module
+# downloads need (Node carries its own), and no python3, make or g++, which node-gyp needs to
+# compile better-sqlite3 when no prebuilt binary can be downloaded.
 ARG NODE_BUILD_IMAGE=node:20-bookworm
 ARG GO_IMAGE=golang:1.24-bookworm
 
@@ -41,20 +43,34 @@ COPY scripts/install-tools.mjs scripts/
 # stamped with -ldflags; the script checks that both binaries report the pinned version.
 RUN node scripts/install-tools.mjs cri-tools && ls -l .tools/bin/crictl .tools/bin/critest
 
-FROM ${NODE_IMAGE} AS build
+FROM ${NODE_BUILD_IMAGE} AS build
 WORKDIR /app
+# node-gyp compiles against the image's own Node headers (the node images ship them under
+# /usr/local/include/node) instead of downloading them from nodejs.org.
+ENV npm_config_nodedir=/usr/local
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-FROM ${NODE_IMAGE} AS prod-deps
+FROM ${NODE_BUILD_IMAGE} AS prod-deps
 WORKDIR /app
+ENV npm_config_nodedir=/usr/local
 COPY package.json package-lock.json ./
-# No install scripts: no production dependency needs one, and none runs at build time. Source
-# maps and type declarations are for editors and debuggers, not for node: nearly half of these
-# dependencies' bytes (46 of 98 MB), most of them @kubernetes/client-node's.
+# One install script runs: better-sqlite3's (a prebuilt binary when one can be downloaded, else
+# node-gyp builds it here, about four minutes); no other production dependency needs one. Of
+# better-sqlite3 only the addon is kept: its SQLite sources and the build's objects are not
+# needed to run (26 of its 28 MB). Source maps and type declarations are for editors and
+# debuggers, not for node: nearly half of the other dependencies' bytes (46 of 98 MB), most of
+# them @kubernetes/client-node's.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm rebuild better-sqlite3 --no-audit --no-fund \
+ && addon=node_modules/better-sqlite3/build/Release/better_sqlite3.node \
+ && mv "$addon" /tmp/better_sqlite3.node \
+ && rm -rf node_modules/better-sqlite3/build node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
+ && mkdir -p node_modules/better-sqlite3/build/Release \
+ && mv /tmp/better_sqlite3.node "$addon" \
+ && node -e "new (require('better-sqlite3'))(':memory:').prepare('select 1').get()" \
  && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
 
 FROM debian:bookworm-slim AS crictl

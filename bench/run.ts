@@ -110,6 +110,8 @@ interface Settings {
   metrics: boolean;
   /** --log-level for the runtime; undefined keeps the runtime's default (info). */
   runtimeLogLevel: string | undefined;
+  /** Run the runtime with --ephemeral (no metadata database): the figures without durability. */
+  ephemeral: boolean;
   out: string;
   /** The CLI to start as the runtime (default: this package's dist/src/cli.js); lets two builds be compared. */
   cli: string;
@@ -146,6 +148,7 @@ two SVG charts to the output directory. bench/README.md explains each step.
   --skip-lifecycle, --skip-lists, --skip-kubelet
   --metrics                 run the runtime with --metrics-addr 127.0.0.1:0
   --runtime-log-level LEVEL the runtime's --log-level (default: its own, info)
+  --ephemeral               run the runtime with --ephemeral (no metadata database; default: durable)
   --cpu-prof                a CPU profile of each runtime started, in <out>/profiles/
   --cli PATH                the CLI to benchmark (default: this package's dist/src/cli.js)
   --out DIR                 output directory (default bench/results)
@@ -187,6 +190,7 @@ const OPTIONS = {
   'cpu-prof': { type: 'boolean', default: false },
   metrics: { type: 'boolean', default: false },
   'runtime-log-level': { type: 'string' },
+  ephemeral: { type: 'boolean' },
   out: { type: 'string' },
   cli: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
@@ -242,6 +246,7 @@ function parseSettings(argv: string[]): Settings | 'help' {
     cpuProf: values['cpu-prof'] === true,
     metrics: values.metrics === true,
     runtimeLogLevel: values['runtime-log-level'],
+    ephemeral: values.ephemeral === true,
     out: resolve(values.out ?? join(PACKAGE_ROOT, 'bench', 'results')),
     cli: resolve(values.cli ?? join(PACKAGE_ROOT, 'dist', 'src', 'cli.js')),
     maxPods: 20000,
@@ -470,6 +475,7 @@ async function main(): Promise<void> {
         runtimeArgs: [
           ...(settings.metrics ? ['--metrics-addr', '127.0.0.1:0'] : []),
           ...(settings.runtimeLogLevel !== undefined ? ['--log-level', settings.runtimeLogLevel] : []),
+          ...(settings.ephemeral ? ['--ephemeral'] : []),
           ...extraArgs,
         ],
       });
@@ -512,6 +518,7 @@ async function main(): Promise<void> {
         listSeconds: settings.listSeconds,
         runtimeMetrics: settings.metrics ? 'on (--metrics-addr 127.0.0.1:0)' : 'off',
         runtimeLogLevel: settings.runtimeLogLevel ?? 'default (info)',
+        durable: settings.ephemeral ? 'no (--ephemeral)' : 'yes',
         lifecycleRuntimeIdleGcSeconds: LIFECYCLE_IDLE_GC_SECONDS,
       },
       runtime: { nodeArgs: [...NODE_FLAGS], startupMs: round(runtime.startupMs), startupSamplesMs, rssAtStartKiB, memory: [] },

@@ -11,16 +11,23 @@
 #      same name and tag, so the Dockerfile stays what users build from the real images:
 #        debian:bookworm-slim   `debootstrap --variant=minbase bookworm` from this machine's
 #                               Debian mirror
-#        node:20-bookworm-slim  that, plus this machine's Node.js (node and npm under
-#        node:20-bookworm       /usr/local as in the real images, and the `node` user, uid 1000)
-#        golang:1.24-bookworm   that, plus this machine's Go toolchain in /usr/local/go
+#        node:20-bookworm-slim  that, plus this machine's Node.js (node, npm and the Node headers
+#                               under /usr/local as in the real images, and the `node` user,
+#                               uid 1000)
+#        node:20-bookworm       that, plus the build tools of the real full image that native
+#                               addons need (python3, make, g++, from the Debian mirror): the
+#                               Dockerfile compiles better-sqlite3 in stages built on it
+#        golang:1.24-bookworm   debian's stand-in plus this machine's Go toolchain in /usr/local/go
 #      Every stand-in carries this machine's CA bundle (/etc/ssl/certs/ca-certificates.crt, with
 #      SSL_CERT_FILE and NODE_EXTRA_CA_CERTS naming it), so npm and Go inside a build trust the
 #      same certificate authorities as the machine. Each is labelled
 #      io.cri-winsim.stand-in=true with what it really contains (the machine's Node.js and Go
 #      versions may differ from the tag; the script prints them).
-# Needs: docker (a running engine), and for stand-ins debootstrap (Debian package `debootstrap`).
-# Stand-ins are never pushed anywhere; `docker rmi` them to go back to the real images.
+# Needs: docker (a running engine), and for stand-ins debootstrap (Debian package `debootstrap`)
+# and the Debian mirror (the full node stand-in installs its build tools with apt-get).
+# A stand-in an older version of this script built (its io.cri-winsim.stand-in.revision label is
+# not the one below) is built again. Stand-ins are never pushed anywhere; `docker rmi` them to go
+# back to the real images.
 set -euo pipefail
 
 DEBIAN_SUITE=bookworm
@@ -38,6 +45,21 @@ CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 log() { echo "base-images: $*" >&2; }
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# What the stand-ins of an image contain changed with these revisions (2: the node images carry
+# the Node headers, and node:20-bookworm python3, make and g++).
+declare -A STAND_IN_REVISION=([node:20-bookworm-slim]=2 [node:20-bookworm]=2)
+# An image that is present, and not a stand-in of an earlier revision.
+current_image() {
+  local image="$1" labels
+  have_image "$image" || return 1
+  labels="$(docker image inspect --format '{{index .Config.Labels "io.cri-winsim.stand-in"}} {{index .Config.Labels "io.cri-winsim.stand-in.revision"}}' "$image")"
+  if [ "${labels%% *}" = true ] && [ "${labels#* }" != "${STAND_IN_REVISION[$image]:-}" ]; then
+    log "$image: a stand-in of an earlier revision; building it again"
+    return 1
+  fi
+  return 0
+}
 
 # The registry host an image name is pulled from (Docker Hub for the official images).
 registry_host() {
@@ -77,6 +99,7 @@ workdir() { echo "$work"; }
 
 stand_in_labels() {
   printf -- '--label\nio.cri-winsim.stand-in=true\n--label\norg.opencontainers.image.description=%s\n' "$1"
+  if [ -n "${2:-}" ]; then printf -- '--label\nio.cri-winsim.stand-in.revision=%s\n' "$2"; fi
 }
 
 build_debian() {
@@ -105,22 +128,39 @@ build_debian() {
   log "$image: stand-in built"
 }
 
-# Tags the stand-in with each name given.
+# The Node headers of this machine's Node.js (node-gyp compiles addons against them): where the
+# node binary's prefix keeps them, else where Debian's and NodeSource's packages put them.
+node_headers() {
+  local prefix d
+  prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+  for d in "$prefix/include/node" /usr/include/node /usr/local/include/node; do
+    if [ -f "$d/node_version.h" ]; then
+      echo "$d"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# node:20-bookworm-slim: node, npm and the Node headers under /usr/local, as in the real image.
 build_node() {
-  local dir node_version ctx tags=()
-  for t in "$@"; do tags+=(-t "$t"); done
+  local dir node_version ctx headers
   dir="$(workdir)"
   ctx="$dir/node"
   mkdir -p "$ctx"
   node_version="$(node --version)"
   case "$node_version" in v20.*) ;; *) log "warning: this machine's Node.js is $node_version, the tags say 20" ;; esac
+  headers="$(node_headers)" || { log "this machine's Node.js headers (include/node/node_version.h) are not installed"; return 1; }
   cp "$(command -v node)" "$ctx/node"
   cp -a "$(npm root -g)/npm" "$ctx/npm"
+  cp -a "$headers" "$ctx/include-node"
   cat >"$ctx/Dockerfile" <<'EOF'
 FROM debian:bookworm-slim
-# As in the real node images: node and npm under /usr/local, a `node` user with uid 1000.
+# As in the real node images: node, npm and the Node headers under /usr/local, a `node` user
+# with uid 1000.
 COPY node /usr/local/bin/node
 COPY npm /usr/local/lib/node_modules/npm
+COPY include-node /usr/local/include/node
 RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
  && groupadd --gid 1000 node \
@@ -130,10 +170,34 @@ ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 CMD ["node"]
 EOF
   local labels=()
-  mapfile -t labels < <(stand_in_labels "local stand-in: debian:bookworm-slim stand-in + this machine's Node.js $node_version")
-  docker build --quiet --network none "${labels[@]}" "${tags[@]}" "$ctx" >/dev/null
+  mapfile -t labels < <(stand_in_labels "local stand-in: debian:bookworm-slim stand-in + this machine's Node.js $node_version" "${STAND_IN_REVISION[node:20-bookworm-slim]}")
+  docker build --quiet --network none "${labels[@]}" -t node:20-bookworm-slim "$ctx" >/dev/null
   rm -rf "$ctx"
-  log "$*: stand-in built (Node.js $node_version)"
+  log "node:20-bookworm-slim: stand-in built (Node.js $node_version)"
+}
+
+# node:20-bookworm: the slim stand-in plus what the real full image (buildpack-deps underneath)
+# has for native addons: python3, make, g++. Built on the host network: apt-get reaches the
+# Debian mirror the debian stand-in was bootstrapped from.
+build_node_full() {
+  local dir ctx node_version
+  current_image node:20-bookworm-slim || build_node
+  dir="$(workdir)"
+  ctx="$dir/node-full"
+  mkdir -p "$ctx"
+  node_version="$(node --version)"
+  cat >"$ctx/Dockerfile" <<'EOF'
+FROM node:20-bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/* \
+ && python3 --version && make --version | head -n 1 && g++ --version | head -n 1
+EOF
+  local labels=()
+  mapfile -t labels < <(stand_in_labels "local stand-in: node:20-bookworm-slim stand-in + python3, make, g++ (Node.js $node_version)" "${STAND_IN_REVISION[node:20-bookworm]}")
+  docker build --quiet --network host "${labels[@]}" -t node:20-bookworm "$ctx" >/dev/null
+  rm -rf "$ctx"
+  log "node:20-bookworm: stand-in built (Node.js $node_version, python3, make, g++)"
 }
 
 build_golang() {
@@ -165,7 +229,7 @@ docker info >/dev/null 2>&1 || { log "no Docker Engine answers (start dockerd fi
 ensure() {
   local image="$1"
   shift
-  if have_image "$image"; then
+  if current_image "$image"; then
     log "$image: present"
   elif try_pull "$image"; then
     log "$image: pulled"
@@ -174,12 +238,6 @@ ensure() {
   fi
 }
 ensure debian:bookworm-slim build_debian
-# One stand-in serves both node images (the full one differs from the slim one by build tools
-# and CA certificates, which the stand-in has from the machine).
-if ! have_image node:20-bookworm-slim && ! have_image node:20-bookworm \
-  && ! try_pull node:20-bookworm-slim && ! try_pull node:20-bookworm; then
-  build_node node:20-bookworm-slim node:20-bookworm
-fi
-ensure node:20-bookworm-slim build_node node:20-bookworm-slim
-ensure node:20-bookworm build_node node:20-bookworm
+ensure node:20-bookworm-slim build_node
+ensure node:20-bookworm build_node_full
 ensure golang:1.24-bookworm build_golang

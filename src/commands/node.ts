@@ -12,7 +12,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
 import type { V1Taint } from '@kubernetes/client-node';
 import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
@@ -59,6 +59,10 @@ export interface NodeModeOptions {
 
 interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   stateDir: string;
+  /** --ephemeral: the runtimes keep no state across restarts (as `runtime --ephemeral`). */
+  ephemeral?: boolean;
+  /** --simulate-reboot: reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
+  simulateReboot?: boolean;
   nodeFile?: string;
   adMode: 'strict' | 'realistic';
   credspecTransport: 'file' | 'registry';
@@ -311,6 +315,10 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         logger: runtimeLogger,
         // Pod IPs are loopback: 127.10.0.0/16 for one node, a /24 of 127.11.0.0/16 upwards per node of several.
         podCidr: podCidr(i, names.length),
+        // Durable unless --ephemeral: a restarted node process finds its pods, and its kubelet
+        // adopts them by their UID label instead of running them again.
+        durable: options.ephemeral !== true,
+        simulateReboot: options.simulateReboot === true,
         windows: { node: directory, adMode: options.adMode, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
@@ -419,13 +427,16 @@ export function nodeCommand(): Command {
   nodeModeOptions(command)
     .option('--nodes <n>', 'run N nodes in this process, named PREFIX-1 … PREFIX-N (state in <state-dir>/<name>/)')
     .option('--node-name-prefix <prefix>', 'the prefix of the node names with --nodes')
-    .option('--state-dir <dir>', 'state of the runtime(s) and kubelet(s)', DEFAULT_STATE_DIR)
+    .option('--state-dir <dir>', 'state of the runtime(s) and kubelet(s), kept across restarts (metadata database, logs)', DEFAULT_STATE_DIR)
+    .option('--ephemeral', 'keep no runtime state across restarts (in memory only; the runtime state is reset at start)')
+    .option('--simulate-reboot', 'start as after a reboot of the node(s): reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
     .addOption(new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does').choices(['strict', 'realistic']).default('strict'))
     .addOption(new Option('--credspec-transport <transport>', 'how the credential spec reaches the runtime').choices(['file', 'registry']).default('file'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'));
   addCallConditionFlags(command)
     .action(async (options: NodeCommandOptions) => {
+      if (options.ephemeral === true && options.simulateReboot === true) throw new InvalidArgumentError('--simulate-reboot needs the durable state that --ephemeral turns off');
       await runNodes(options);
     });
   return withExamples(command, [

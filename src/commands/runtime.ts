@@ -40,6 +40,10 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   podCidr: string;
   /** Where the streaming server (exec, attach, port-forward) listens. */
   streamingAddress: string;
+  /** False with --ephemeral: state in memory only, forgotten on restart. */
+  durable: boolean;
+  /** The node restarted: reloaded containers are EXITED, sandboxes NOTREADY. */
+  simulateReboot?: boolean;
 }
 
 async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
@@ -50,6 +54,8 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
     logger,
     podCidr: options.podCidr,
     streamingAddress: options.streamingAddress,
+    durable: options.durable,
+    simulateReboot: options.simulateReboot === true,
     windows: {
       nodeFile: options.node === undefined ? undefined : resolve(options.node),
       adMode: options.adMode,
@@ -131,7 +137,9 @@ export function runtimeCommand(): Command {
   const command = new Command('runtime')
     .description('Serve the CRI v1 API of the simulated Windows node on a unix socket (crictl, critest, kubelet)')
     .option('--listen <endpoint>', 'CRI endpoint to listen on (unix:///absolute/path.sock)', DEFAULT_ENDPOINT)
-    .option('--state-dir <dir>', 'directory for the runtime state (logs, credential spec files)', DEFAULT_STATE_DIR)
+    .option('--state-dir <dir>', 'directory for the runtime state (metadata database, logs, credential spec files)', DEFAULT_STATE_DIR)
+    .option('--ephemeral', 'keep no state across restarts (in memory only; the state directory is reset at start)')
+    .option('--simulate-reboot', 'start as after a node reboot: reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1)')
     .addOption(
       new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does')
@@ -153,9 +161,10 @@ export function runtimeCommand(): Command {
         .default(DEFAULT_IDLE_GC_SECONDS)
         .argParser(parseIdleGcSeconds),
     )
-    .action(async (options: Omit<RuntimeCommandOptions, 'logLevel'> & { v?: string; logLevel?: string }) => {
+    .action(async (options: Omit<RuntimeCommandOptions, 'logLevel' | 'durable'> & { v?: string; logLevel?: string; ephemeral?: boolean }) => {
+      if (options.ephemeral === true && options.simulateReboot === true) throw new InvalidArgumentError('--simulate-reboot needs the durable state that --ephemeral turns off');
       const log = logSettings(options);
-      await serveRuntime({ ...options, logLevel: log.level, ...(log.format === undefined ? {} : { loggingFormat: log.format }) });
+      await serveRuntime({ ...options, durable: options.ephemeral !== true, logLevel: log.level, ...(log.format === undefined ? {} : { loggingFormat: log.format }) });
     });
   return withExamples(command, [
     ['Serve CRI on a socket in /tmp (crictl -r unix:///tmp/cri.sock …)', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim'],

@@ -145,7 +145,16 @@ export class StaticPodSyncLoop {
     };
     for (const { pod, source } of loaded) {
       const uid = pod.metadata!.uid!;
-      const running = onNode.get(uid);
+      let running = onNode.get(uid);
+      // A pod the runtime still has (this loop or the runtime restarted) is adopted by its UID
+      // label. One whose sandbox is not ready any more (the node rebooted) gets a new sandbox and
+      // its containers again, as the kubelet's computePodActions does (createPodSandbox); the
+      // old one is removed with its exited containers.
+      if (running !== undefined && !running.sandboxReady) {
+        await deleteNodePod(this.cri, running, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
+        for (const k of this.backoffs.keys()) if (k.startsWith(`${uid}/`)) this.backoffs.delete(k);
+        running = undefined;
+      }
       if (running === undefined) {
         const result = admit(pod);
         if (!result.allowed) {

@@ -30,6 +30,18 @@ import { Interner } from './store/intern.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
+import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
+import { encodeContainer, encodeImage, encodeSandbox } from './store/record-codec.js';
+import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
+
+/** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
+function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
+  ctx.images.onRecordChange((id, image) => (image === undefined ? db.removed('image', id) : db.changed('image', id, () => encodeImage(image))));
+  ctx.sandboxes.onRecordChange((id, sandbox) => (sandbox === undefined ? db.removed('sandbox', id) : db.changed('sandbox', id, () => encodeSandbox(sandbox))));
+  ctx.containers.onRecordChange((id, container) =>
+    container === undefined ? db.removed('container', id) : db.changed('container', id, () => encodeContainer(container, ctx.containers.configOf(container))),
+  );
+}
 
 export interface NodeRuntimeOptions {
   /** Directory the runtime owns: runtime-managed logs (`pods/`, `containers/`) and, for the Windows path, credential spec files. */
@@ -64,6 +76,13 @@ export interface NodeRuntimeOptions {
    * `timing` section fills in what these leave out.
    */
   callConditions?: CallConditionsOptions;
+   * Keep the metadata in the state directory's database (store/metadata-db.ts) and reload it at
+   * open; `close` then leaves the state directory as it is. Default false: state in memory only,
+   * runtime-owned files removed at open and close.
+   */
+  durable?: boolean;
+  /** With `durable`: the node restarted; reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
+  simulateReboot?: boolean;
 }
 
 /**
@@ -82,6 +101,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     private readonly ctx: RuntimeContext,
     private readonly listeners: Set<(ev: ContainerEventResponse) => void>,
     private readonly conditions: CallConditions | undefined,
+    private readonly db: MetadataDb | undefined,
   ) {
     super();
   }
@@ -103,25 +123,47 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     parseStreamingAddress(streamingAddress);
     // The node file is checked before anything is created or reset.
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
+    const logger = options.logger ?? silentLogger();
+    const node = preparedWindows.node;
+    // Before anything is opened: a bad `timing` section in the node file fails here. The image
+    // size lookup reads ctx only when a PullImage is delayed.
+    const conditions = new CallConditions(withNodeFileTiming(options.callConditions ?? {}, node.file.timing, node.source), node.name, (image) => {
+      try {
+        const reference = normaliseImageReference(image);
+        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.resolve(reference)?.size;
+      } catch {
+        return undefined;
+      }
+    });
+    if (conditions.active) {
+      logger.info({ latencyProfile: conditions.profile.name, seed: conditions.seed, faults: conditions.faultSpecs() }, 'simulating call latency and faults');
+    }
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
-    // State is in memory: runtime-owned logs of an earlier instance belong to nothing now.
-    await Promise.all(['pods', 'containers'].map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
+    const durable = options.durable === true;
+    // Without durability state is in memory: runtime-owned logs of an earlier instance belong to
+    // nothing now, and a database a durable run left goes too (a later durable start must not
+    // bring back records whose logs and credential specs this run removes).
+    if (!durable) {
+      const leftovers = ['pods', 'containers', METADATA_DB_FILE, `${METADATA_DB_FILE}-wal`, `${METADATA_DB_FILE}-shm`];
+      await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
+    }
     const commands = options.commands ?? new CommandRegistry();
     registerBuiltinCommands(commands);
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
-    const logger = options.logger ?? silentLogger();
+    const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
     // Leftover credential specs of an earlier instance are swept before anything serves.
     // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
     // would print the key twice.
     const load = new CallLoad();
     const random = new RandomSource();
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random);
+    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
     const interner = new Interner();
     let streaming: StreamingServer;
     try {
       streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
     } catch (err) {
+      db?.close();
       await windows.close();
       throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
@@ -154,19 +196,26 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         }
       },
     };
-    const node = preparedWindows.node;
-    const conditions = new CallConditions(withNodeFileTiming(options.callConditions ?? {}, node.file.timing, node.source), node.name, (image) => {
+    if (db !== undefined) {
       try {
-        const reference = normaliseImageReference(image);
-        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.resolve(reference)?.size;
-      } catch {
-        return undefined;
+        const report = await recoverState(ctx, db, options.simulateReboot === true);
+        hostPid = Math.max(hostPid, report.maxHostPid);
+        // The sweep keeps the credential specs the reloaded containers still name.
+        const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
+        const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
+        logger.info(
+          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, reboot: options.simulateReboot === true },
+          'runtime state recovered',
+        );
+        persistChanges(ctx, db);
+      } catch (err) {
+        db.close();
+        await streaming.close();
+        await windows.close([...ctx.containers.all()].map((c) => c.securityOptions));
+        throw err;
       }
-    });
-    if (conditions.active) {
-      logger.info({ latencyProfile: conditions.profile.name, seed: conditions.seed, faults: conditions.faultSpecs() }, 'simulating call latency and faults');
     }
-    const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined);
+    const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined, db);
     for (const ref of options.preloadImages ?? []) {
       await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
         image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
@@ -183,6 +232,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     if (this.closed) return;
     this.closed = true;
     this.conditions?.close();
+    // A durable runtime commits and closes its store first: stopping the simulated processes
+    // below is the runtime going away, not the containers exiting (containerd's shims live on).
+    this.db?.close();
     const containers = [...this.ctx.containers.all()];
     await Promise.all(containers.map((c) => forceStop(this.ctx, c)));
     await Promise.all(containers.map((c) => c.live.logWriter?.close()));
@@ -190,8 +242,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     await this.ctx.streaming.close();
     this.ctx.network.hostPorts.releaseAll();
     const { stateDir } = this.ctx.settings;
-    await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
-    await this.ctx.windows.close();
+    if (this.db === undefined) await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
+    await this.ctx.windows.close(this.db === undefined ? [] : containers.map((c) => c.securityOptions));
     this.ctx.load.tidyUp.now();
     this.ctx.logger.info('runtime closed');
   }
@@ -219,7 +271,20 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     }
     this.ctx.load.enter();
     try {
-      return await handler(this.ctx, request as never);
+      const response = await handler(this.ctx, request as never);
+      // Group commit: the answer waits for the transaction of this turn's changes (metadata-db.ts).
+      const committed = this.db?.committed();
+      if (committed !== undefined) {
+        try {
+          await committed;
+        } catch (err) {
+          // The change is made in memory and will be written with the next commit; the caller
+          // learns that it is not durable yet (our text).
+          const full = (err as { code?: unknown }).code === 'SQLITE_FULL';
+          throw new RuntimeError(full ? 'ResourceExhausted' : 'Internal', `${rpc}: the metadata store could not commit the change: ${(err as Error).message}`, { cause: err });
+        }
+      }
+      return response;
     } catch (err) {
       if (err instanceof RuntimeError) throw err;
       this.ctx.logger.error({ err, rpc }, 'unexpected runtime failure');

@@ -41,6 +41,7 @@ export function listPodSandbox(ctx: RuntimeContext, req: ListPodSandboxRequest__
 export function updatePodSandboxResources(ctx: RuntimeContext, req: UpdatePodSandboxResourcesRequest__Output): UpdatePodSandboxResourcesResponse {
   const sandbox = mustFindSandbox(ctx, req.pod_sandbox_id);
   sandbox.resources = { overhead: req.overhead, resources: req.resources };
+  ctx.sandboxes.touched(sandbox);
   return {};
 }
 

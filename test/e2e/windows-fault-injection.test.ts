@@ -209,11 +209,13 @@ describe('Windows credential spec fault injection through the CRI socket', funct
       });
     }
 
-    it('cri-winsim runtime killed with SIGKILL after CreateContainer: the next start-up sweeps the file', async () => {
+    // An --ephemeral runtime keeps nothing; a durable one (the default) keeps the container and its
+    // file (test/e2e/restart.test.ts).
+    it('cri-winsim runtime --ephemeral killed with SIGKILL after CreateContainer: the next start-up sweeps the file', async () => {
       const shared = await mkdtemp(join(tmpdir(), 'cri-winsim-restart-'));
       const stateDir = join(shared, 'state');
       try {
-        const first = await startRuntime({ name: 'windows-restart-1', args: ['--state-dir', stateDir] });
+        const first = await startRuntime({ name: 'windows-restart-1', args: ['--state-dir', stateDir, '--ephemeral'] });
         const cri = createCriClient(first.endpoint);
         try {
           const pod = windowsPodConfig('killed', join(shared, 'pods'), SECURITY);
@@ -227,7 +229,7 @@ describe('Windows credential spec fault injection through the CRI socket', funct
         expect(exit.signal).to.equal('SIGKILL');
         expect((await credentialSpecLeftovers(stateDir)).files, 'a killed runtime cannot clean up').to.have.length(1);
 
-        const second = await startRuntime({ name: 'windows-restart-2', args: ['--state-dir', stateDir] });
+        const second = await startRuntime({ name: 'windows-restart-2', args: ['--state-dir', stateDir, '--ephemeral'] });
         try {
           expect(await credentialSpecLeftovers(stateDir)).to.deep.equal(NO_LEFTOVERS);
         } finally {

@@ -262,11 +262,49 @@ describe('node mode against a real control plane', function () {
     expect(node1!.logged('node not found in the API server; registering it again')).to.equal(true);
   });
 
-  it('after SIGKILL and a restart of the node process, each pod runs once (no duplicate containers)', async () => {
-    const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
+  it('after SIGKILL and a restart of the node process, the kubelet adopts its pods from the durable state (no duplicate containers)', async () => {
+    const before = (await podJson('after-restart')).status;
+    const containerId = before.containerStatuses[0].containerID as string;
     await node1!.kill();
     node1 = await startNodeProcess(node1Args());
-    // The runtime of `node` keeps its state in memory: the crash took the old container along, and
+    await until('the restarted node adopted after-restart', 30_000, async () => (node1!.logged('adopted pod from the runtime') ? true : undefined));
+    expect(node1.logged('runtime state recovered')).to.equal(true);
+    // A few syncs and status updates later: still the one container, never started again.
+    await sleep(3_000);
+    const after = (await podJson('after-restart')).status;
+    expect(after.containerStatuses[0]).to.include({ containerID: containerId, ready: true, restartCount: 0 });
+    expect(after.containerStatuses[0].state.running.startedAt).to.equal(before.containerStatuses[0].state.running.startedAt);
+    expect(after.podIP).to.equal(before.podIP);
+    const ps = await crictlJson(endpoint1(), ['ps', '-a', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(ps.containers.map((c: any) => `cri-winsim://${c.id}`)).to.deep.equal([containerId]);
+    const pods = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(pods.items).to.have.length(1);
+    // The recovered container answers exec through the API server, the kubelet server and the runtime's streaming server.
+    const exec = await cp.kubectl(['exec', 'after-restart', '--', 'hostname'], { timeoutMs: 30_000 });
+    expect(exec.stdout.trim(), exec.stderr).to.equal('after-restart');
+  });
+
+  it('with --simulate-reboot, the kubelet replaces the pod\'s sandbox (not ready) and runs its container again, once', async () => {
+    const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
+    await node1!.kill();
+    node1 = await startNodeProcess([...node1Args(), '--simulate-reboot']);
+    const after = await until('after-restart running in a new sandbox', 60_000, async () => {
+      const s = (await podJson('after-restart')).status.containerStatuses?.[0];
+      return s?.ready === true && s.containerID !== before ? (s.containerID as string) : undefined;
+    });
+    expect(node1.logged('pod sandbox not ready: creating a new one')).to.equal(true);
+    await sleep(2_000);
+    const pods = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(pods.items.map((p: any) => p.state)).to.deep.equal(['SANDBOX_READY']);
+    const ps = await crictlJson(endpoint1(), ['ps', '-a', '--label', 'io.kubernetes.pod.name=after-restart', '-o', 'json']);
+    expect(ps.containers.map((c: any) => `cri-winsim://${c.id}`)).to.deep.equal([after]);
+  });
+
+  it('with --ephemeral, a node process restarted after SIGKILL runs each pod again, once', async () => {
+    const before = (await podJson('after-restart')).status.containerStatuses[0].containerID as string;
+    await node1!.kill();
+    node1 = await startNodeProcess([...node1Args(), '--ephemeral']);
+    // --ephemeral resets the runtime state at start: the crash took the old container along, and
     // the restarted node runs the pod again, once.
     const after = await until('after-restart reported with its new container', 60_000, async () => {
       const s = (await podJson('after-restart')).status.containerStatuses?.[0];
@@ -285,8 +323,9 @@ describe('node mode against a real control plane', function () {
 
   it('runs several nodes in one process, each with its own loopback address, socket and computer account', async () => {
     const multiDir = join(dir, 'multi');
-    await startNodeProcess(['node', '--kubeconfig', cp.adminKubeconfig, '--nodes', '2', '--node-name-prefix', 'multi', '--state-dir', multiDir,
-      '--node-labels', 'team=identity', '--register-with-taints', 'os=windows:NoSchedule', '--max-pods', '30']);
+    const multiArgs = ['node', '--kubeconfig', cp.adminKubeconfig, '--nodes', '2', '--node-name-prefix', 'multi', '--state-dir', multiDir,
+      '--node-labels', 'team=identity', '--register-with-taints', 'os=windows:NoSchedule', '--max-pods', '30'];
+    let multi = await startNodeProcess(multiArgs);
     const nodes = await kubectlJson(['get', 'nodes', '-l', 'kubernetes.io/os=windows']);
     const byName = Object.fromEntries(nodes.items.map((n: any) => [n.metadata.name, n]));
     expect(byName['multi-1'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.1' });
@@ -309,6 +348,19 @@ describe('node mode against a real control plane', function () {
     expect(ps.containers).to.have.length(1);
     const whoami = await runCrictlExec(target, ps.containers[0].id, ['hostname']);
     expect(whoami.trim()).to.equal('on-multi-2');
+
+    // SIGKILL and a restart: each node reloads its own state dir, and multi-2 adopts its pod.
+    expect(existsSync(join(multiDir, 'multi-1', 'runtime', 'metadata.db'))).to.equal(true);
+    expect(existsSync(join(multiDir, 'multi-2', 'runtime', 'metadata.db'))).to.equal(true);
+    await multi.kill();
+    multi = await startNodeProcess(multiArgs);
+    await until('multi-2 adopted on-multi-2', 30_000, async () => (multi.logged('adopted pod from the runtime') ? true : undefined));
+    await sleep(2_000);
+    const again = await crictlJson(target, ['ps', '-a', '--label', 'io.kubernetes.pod.name=on-multi-2', '-o', 'json']);
+    expect(again.containers.map((c: any) => c.id)).to.deep.equal([ps.containers[0].id]);
+    const other = { endpoint: `unix://${join(multiDir, 'multi-1', 'cri.sock')}`, dir: join(multiDir, 'multi-1') };
+    expect((await crictlJson(other, ['pods', '-o', 'json'])).items).to.deep.equal([]);
+    expect((await podJson('on-multi-2')).status.containerStatuses[0]).to.include({ containerID: `cri-winsim://${ps.containers[0].id}`, restartCount: 0, ready: true });
   });
 
   it('a kubelet restarted against a runtime that kept running adopts its containers instead of starting them again', async () => {

@@ -7,10 +7,16 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../support/paths.js';
+import { testPodCidr } from '../support/pod-cidr.js';
 import { runProcess, type ProcessResult } from '../support/process.js';
+import { startRuntime } from '../support/runtime.js';
 
-/** npm install of the tarball: its dependencies usually come from npm's cache (--prefer-offline). */
-const INSTALL_TIMEOUT_MS = 4 * 60_000;
+/**
+ * npm install of the tarball: its dependencies usually come from npm's cache (--prefer-offline);
+ * better-sqlite3's addon is compiled from source where no prebuilt binary can be downloaded
+ * (2-4 minutes on 2 shared cores).
+ */
+const INSTALL_TIMEOUT_MS = 8 * 60_000;
 const RUN_TIMEOUT_MS = 90_000;
 
 /**
@@ -104,6 +110,23 @@ describe('npm package', function () {
     expect(res.stdout).to.match(/^POD\s+CONTAINER\s+DESIGN\s+USER\s+GMSA\s+OUTCOME\s+AS EXPECTED\s+MESSAGE$/m);
     expect(res.stdout).to.match(/^webapp-gmsa\s+iis\s+.*DEMO\\WebApplication1\s+Running\s+yes/m);
     expect(res.stdout).to.match(/^(\d+) of \1 results as expected\.$/m);
+  });
+
+  it('the installed cri-winsim runtime keeps its state in metadata.db (the better-sqlite3 addon works)', async function () {
+    if (installedIn === undefined) throw new Error('the package was not installed (see the test before)');
+    // A durable runtime opens its database before it listens.
+    const rt = await startRuntime({
+      dir: installedIn,
+      command: [join(installedIn, 'node_modules', '.bin', 'cri-winsim')],
+      args: ['--pod-cidr', testPodCidr()],
+      readyTimeoutMs: RUN_TIMEOUT_MS,
+    });
+    try {
+      expect(existsSync(join(rt.stateDir, 'metadata.db')), rt.output()).to.equal(true);
+      expect(rt.output()).to.include('runtime state recovered');
+    } finally {
+      await rt.stop();
+    }
   });
 
   it('npx cri-winsim runtime --help prints the runtime command\'s options there', async function () {

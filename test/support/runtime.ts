@@ -31,6 +31,11 @@ export interface StartRuntimeOptions {
    * --state-dir …` and `args` are still appended.
    */
   command?: string[];
+  /**
+   * A directory to use instead of a fresh temporary one (a restart on the same state dir); the
+   * caller owns it: stop() leaves it in place.
+   */
+  dir?: string;
 }
 
 export interface RuntimeExit {
@@ -57,6 +62,8 @@ export interface RuntimeHandle {
   running(): boolean;
   /** SIGTERM, await exit (SIGKILL after the stop timeout), then remove the temp dir. Idempotent. */
   stop(): Promise<RuntimeExit>;
+  /** SIGKILL (a crash), await exit; the directory stays (restart on it with `dir`). */
+  kill(): Promise<RuntimeExit>;
 }
 
 const OUTPUT_LINES_KEPT = 400;
@@ -69,7 +76,8 @@ export function liveRuntimes(): RuntimeHandle[] {
 
 export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<RuntimeHandle> {
   // Short prefix: the socket path must stay under the 108-byte sun_path limit.
-  const dir = await mkdtemp(join(tmpdir(), 'cri-winsim-e2e-'));
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'cri-winsim-e2e-')));
   const socketPath = join(dir, 'cri.sock');
   const stateDir = join(dir, 'state');
   const endpoint = `unix://${socketPath}`;
@@ -88,7 +96,7 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } catch (err) {
-    await rm(dir, { recursive: true, force: true });
+    if (ownDir) await rm(dir, { recursive: true, force: true });
     throw err;
   }
 
@@ -130,6 +138,12 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
     pid: child.pid ?? -1,
     output,
     running: () => exited === undefined,
+    kill: async () => {
+      if (exited === undefined) child.kill('SIGKILL');
+      const { code, signal } = await exitPromise;
+      live.delete(handle);
+      return { code, signal, killed: true, socketLeft: existsSync(socketPath) };
+    },
     stop: () => {
       stopping ??= (async () => {
         let killed = false;
@@ -143,7 +157,7 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
           return { code, signal, killed, socketLeft: existsSync(socketPath) };
         } finally {
           live.delete(handle);
-          await rm(dir, { recursive: true, force: true });
+          if (ownDir) await rm(dir, { recursive: true, force: true });
         }
       })();
       return stopping;

@@ -245,6 +245,11 @@ export class PodController implements PodHandler {
       return;
     }
     if (state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed') && state.lastStatus === '') return;
+    // Nor one whose sandbox a node reboot left not ready.
+    if (!state.started && nodePod !== undefined && !nodePod.sandboxReady && (phase === 'Succeeded' || phase === 'Failed')) {
+      state.started = true;
+      return;
+    }
     if (!state.started && nodePod === undefined && !this.adoptable.has(state.uid)) {
       const rejection = this.admit(pod);
       if (rejection !== undefined) {
@@ -266,6 +271,12 @@ export class PodController implements PodHandler {
       events.push({ type: 'Warning', reason: 'Failed', message: `Error: ${workerOptions}` });
     } else if (nodePod === undefined || !nodePod.sandboxReady) {
       if (!this.inBackoff(state, '')) {
+        // A sandbox that is not ready any more (the node rebooted: a --simulate-reboot start) is
+        // replaced, as computePodActions creates a new one; the old goes with its exited containers.
+        if (nodePod !== undefined) {
+          await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds: 0, callTimeoutMs: this.options.callTimeoutMs });
+          this.logger.info({ pod: podKey(pod), sandbox: nodePod.sandboxId }, 'pod sandbox not ready: creating a new one');
+        }
         const outcome = await runPodOnce(this.cri, pod, workerOptions);
         events.push(...outcome.events);
         if (outcome.sandboxError !== undefined) this.noteFailure(state, '', 'ContainerCreating');

@@ -70,12 +70,25 @@ export class PodIpPool {
     return this.used.size;
   }
 
-  /** Moves to another range: addresses already given stay valid until released. */
+  /**
+   * Moves to another range: addresses already given stay valid, and stay taken, until released
+   * (a range moved back to, or a sandbox a durable runtime reloaded, never hands one out twice).
+   */
   setRange(cidr: Ipv4Cidr): void {
     if (cidr.text === this.cidr.text) return;
     this.cidr = cidr;
-    this.used.clear();
     this.cursor = 2;
+  }
+
+  /**
+   * Marks an address given out before as taken (a READY sandbox reloaded from the metadata
+   * store); false when it is not an IPv4 address or already taken.
+   */
+  reserve(ip: string): boolean {
+    const n = ipv4Number(ip);
+    if (n === undefined || this.used.has(n)) return false;
+    this.used.add(n);
+    return true;
   }
 
   allocate(): string {
@@ -95,8 +108,13 @@ export class PodIpPool {
   }
 
   release(ip: string): void {
-    const parts = ip.split('.').map(Number);
-    if (parts.length !== 4) return;
-    this.used.delete(parts.reduce((acc, o) => acc * 256 + o, 0));
+    const n = ipv4Number(ip);
+    if (n !== undefined) this.used.delete(n);
   }
+}
+
+function ipv4Number(ip: string): number | undefined {
+  const parts = ip.split('.');
+  if (parts.length !== 4 || parts.some((p) => !/^\d{1,3}$/.test(p) || Number(p) > 255)) return undefined;
+  return parts.reduce((acc, o) => acc * 256 + Number(o), 0);
 }

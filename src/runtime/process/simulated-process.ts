@@ -37,6 +37,8 @@ export interface StartOptions {
   init?: boolean;
   /** When this signal arrives the process is killed too (the parent's lifetime). */
   parentSignal?: ProcessSignal;
+  /** When it started, if not now: a restarted runtime re-creates a running container's process. */
+  startedAtNanos?: bigint;
 }
 
 export class CommandNotFoundError extends Error {
@@ -103,7 +105,7 @@ export class SimulatedProcess implements ProcessEntry {
     // (containerd's stop on Windows shuts the container's processes down).
     this.linuxInit = options.init === true && target.os === 'linux';
     this.pid = target.processes.allocatePid();
-    this.startedAtNanos = clock.nowNanos();
+    this.startedAtNanos = options.startedAtNanos ?? clock.nowNanos();
     const title = command.options.processTitle?.(this.argv);
     if (title !== undefined) this.title = title;
     // Only children have a parent to die with; a container's init process gets no listener.

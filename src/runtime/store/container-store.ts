@@ -341,6 +341,7 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
   setResources(record: ContainerRecord, resources: ContainerResources | null): void {
     record.resources = resources;
     this.specs.delete(record);
+    this.touched(record);
   }
 
   /**
@@ -351,6 +352,7 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
     record.credentialSpec = document;
     const kept = this.specs.peek(record);
     if (kept !== undefined) amend(kept);
+    this.touched(record);
   }
 
   /** Drops the decoded config and spec kept for a record (tests: what a container not among the latest sees). */

@@ -20,6 +20,20 @@ export class ImageStore {
   private readonly byId = new Map<string, ImageRecord>();
   private readonly byRef = new Map<string, string>();
   private readonly hexIndex = new IdPrefixIndex('image');
+  /** Told of every image added or changed, and with undefined once removed (persistence). */
+  private readonly listeners = new Set<(id: string, record: ImageRecord | undefined) => void>();
+
+  onRecordChange(listener: (id: string, record: ImageRecord | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** An image as a restarted runtime reloads it (its tags and digests as they were). */
+  restore(record: ImageRecord): void {
+    this.byId.set(record.id, record);
+    this.hexIndex.add(record.id.slice('sha256:'.length));
+    for (const ref of [...record.repoTags, ...record.repoDigests]) this.byRef.set(ref, record.id);
+  }
 
   get size(): number {
     return this.byId.size;
@@ -45,6 +59,7 @@ export class ImageStore {
     const repoDigest = `${image.repository}@${image.digest}`;
     if (!record.repoDigests.includes(repoDigest)) record.repoDigests.push(repoDigest);
     this.byRef.set(repoDigest, image.id);
+    for (const listener of this.listeners) listener(record.id, record);
     return record;
   }
 
@@ -90,6 +105,7 @@ export class ImageStore {
     for (const ref of [...record.repoTags, ...record.repoDigests]) this.byRef.delete(ref);
     this.byId.delete(id);
     this.hexIndex.delete(id.slice('sha256:'.length));
+    for (const listener of this.listeners) listener(id, undefined);
     return true;
   }
 
@@ -101,6 +117,7 @@ export class ImageStore {
     const record = this.byId.get(id);
     if (record === undefined) return;
     record.repoTags = record.repoTags.filter((t) => t !== ref);
+    for (const listener of this.listeners) listener(id, record);
   }
 }
 

@@ -41,6 +41,8 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
   private readonly byState = new IdMultiMap<number>();
   private readonly byGroup = new IdMultiMap<string>();
   private readonly listeners = new Set<(change: StatusChange<R, S>) => void>();
+  /** Told of every stored, changed and removed record (the metadata store's persistence). */
+  private readonly recordListeners = new Set<(id: string, record: R | undefined) => void>();
   /** The views of the last unfiltered list; every add, delete and status update drops them. */
   private allViews: readonly V[] | undefined;
 
@@ -66,6 +68,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
     this.byState.add(record.status.state, record.id);
     const group = this.groupOf(record);
     if (group !== undefined) this.byGroup.add(group, record.id);
+    this.touched(record);
   }
 
   delete(id: string): R | undefined {
@@ -79,6 +82,7 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
     this.byState.delete(record.status.state, id);
     const group = this.groupOf(record);
     if (group !== undefined) this.byGroup.delete(group, id);
+    for (const listener of this.recordListeners) listener(id, undefined);
     return record;
   }
 
@@ -201,7 +205,19 @@ export class RecordStore<S extends { state: number }, R extends StoredRecord<S>,
     // The list view shows the status: the next list builds (and the edge encodes) it anew.
     this.views.delete(record);
     for (const listener of this.listeners) listener({ record, previous, current: next });
+    this.touched(record);
     return next;
+  }
+
+  /** A stored record changed outside its status (resources, credential spec): persisted again. */
+  touched(record: R): void {
+    for (const listener of this.recordListeners) listener(record.id, record);
+  }
+
+  /** Calls listener with every record stored or changed, and with undefined once it is removed. */
+  onRecordChange(listener: (id: string, record: R | undefined) => void): () => void {
+    this.recordListeners.add(listener);
+    return () => this.recordListeners.delete(listener);
   }
 
   /** Calls listener after every status update; returns the unsubscribe function. */

@@ -273,15 +273,31 @@ export class CredentialSpecHandoff {
     ];
   }
 
-  /** Shutdown: removes every staged credential spec, then the spare files kept for reuse. */
-  async close(): Promise<void> {
-    await this.sweep();
+  /**
+   * Shutdown: removes every staged credential spec but those `keep` names (the security options
+   * of containers a durable runtime keeps), then the spare files kept for reuse.
+   */
+  async close(keep: Iterable<readonly string[]> = []): Promise<void> {
+    await this.sweep(keep);
     await this.files.close();
   }
 
-  /** Start-up sweep: removes every leftover staged credential spec; returns what it removed. */
-  async sweep(): Promise<StagedCredentialSpec[]> {
-    const found = await this.leftovers();
+  /**
+   * Start-up sweep: removes every leftover staged credential spec that no kept container's
+   * security options (`keep`) name; returns what it removed.
+   */
+  async sweep(keep: Iterable<readonly string[]> = []): Promise<StagedCredentialSpec[]> {
+    const needed = new Set<string>();
+    for (const options of keep) {
+      for (const option of options) {
+        const staged = stagedFromSecurityOption(option);
+        if (staged !== undefined) needed.add(`${staged.transport}:${staged.name}`);
+      }
+    }
+    const all = await this.leftovers();
+    const found = all.filter((staged) => !needed.has(`${staged.transport}:${staged.name}`));
+    // What is kept is this runtime's to remove at start or RemoveContainer, as if it had staged it.
+    for (const staged of all) if (needed.has(`${staged.transport}:${staged.name}`)) this.outstanding.add(outstandingKey(staged));
     for (const staged of found) await this.remove(staged);
     if (found.length > 0) this.logger.info({ removed: found.length }, 'removed leftover credential specs of a previous run');
     return found;

@@ -140,6 +140,8 @@ export class WindowsRuntime {
     logger: Logger = silentLogger(),
     load: CallLoad = new CallLoad(),
     random: RandomSource = new RandomSource(),
+    /** False for a durable runtime: it sweeps once its records are reloaded (`handoff.sweep(keep)`). */
+    sweepAtOpen = true,
   ): Promise<WindowsRuntime> {
     const { node, mode, transport, options } = prepared;
     const counters = options.credentialSpecMetrics;
@@ -150,7 +152,7 @@ export class WindowsRuntime {
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
     const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
-    const swept = await handoff.sweep();
+    const swept = sweepAtOpen ? await handoff.sweep() : [];
     registerIdentityCommands(commands);
     logger.info(
       { node: node.name, nodeSource: node.source, adMode: mode, credentialSpecTransport: transport, sweptCredentialSpecs: swept.length },
@@ -191,7 +193,7 @@ export class WindowsRuntime {
   }
 
   /** Shutdown: the containers die with the runtime's memory, so every staged spec goes. */
-  async close(): Promise<void> {
-    await this.handoff.close();
+  async close(keep: Iterable<readonly string[]> = []): Promise<void> {
+    await this.handoff.close(keep);
   }
 }

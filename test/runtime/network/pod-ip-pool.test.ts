@@ -25,6 +25,22 @@ describe('runtime: pod IPs on loopback', () => {
     expect(pool.allocate()).to.equal('127.10.0.3');
   });
 
+  it('never hands out an address reserved for a reloaded sandbox, nor one given before a range change', () => {
+    const pool = new PodIpPool(loopbackPodCidr('127.10.0.0/29', 'podCidr'));
+    expect(pool.reserve('127.10.0.2')).to.equal(true);
+    expect(pool.reserve('127.10.0.2')).to.equal(false);
+    expect(pool.reserve('not-an-ip')).to.equal(false);
+    expect(pool.allocate()).to.equal('127.10.0.3');
+    // A range moved away from and back to: .2 and .3 are still held (durable state keeps them).
+    pool.setRange(loopbackPodCidr('127.20.0.0/29', 'podCidr'));
+    expect(pool.allocate()).to.equal('127.20.0.2');
+    pool.setRange(loopbackPodCidr('127.10.0.0/29', 'podCidr'));
+    expect([pool.allocate(), pool.allocate()]).to.deep.equal(['127.10.0.4', '127.10.0.5']);
+    pool.release('127.10.0.2');
+    expect(pool.allocate()).to.equal('127.10.0.6');
+    expect(pool.allocate()).to.equal('127.10.0.2');
+  });
+
   it('refuses a range outside 127.0.0.0/8 and one that is not a CIDR, naming the field', () => {
     expect(() => loopbackPodCidr('10.88.0.0/16', 'podCidr')).to.throw('podCidr "10.88.0.0/16" is not a loopback range: pod IPs must lie in 127.0.0.0/8');
     expect(() => loopbackPodCidr('127.10.0.0', 'podCidr')).to.throw('podCidr "127.10.0.0" is not an IPv4 CIDR');

@@ -1,0 +1,153 @@
+import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { ContainerMetadata__Output } from '../../generated/runtime/v1/ContainerMetadata.js';
+import type { ContainerResources } from '../../generated/runtime/v1/ContainerResources.js';
+import type { ImageSpec__Output } from '../../generated/runtime/v1/ImageSpec.js';
+import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
+import type { ImageConfig } from '../images/catalogue.js';
+import type { OciSeccomp } from '../oci/linux-security.js';
+import type { OciSpec } from '../oci/spec.js';
+import type { CredentialSpecDocument } from '../windows/credential-spec.js';
+import type { ContainerRecord, ContainerStatusData } from './container-store.js';
+import type { ImageRecord } from './image-store.js';
+import type { SandboxRecord, SandboxStatusData } from './sandbox-store.js';
+
+/**
+ * The stored form of the runtime's records: JSON, with bigints (nanosecond times, int64 fields of
+ * configs) as `{"$bigint":"…"}`. A version field lets a later runtime refuse what it cannot read.
+ */
+export const RECORD_FORMAT = 1;
+
+const replacer = (_key: string, value: unknown): unknown => (typeof value === 'bigint' ? { $bigint: value.toString() } : value);
+const reviver = (_key: string, value: unknown): unknown => {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const big = (value as { $bigint?: unknown }).$bigint;
+    if (typeof big === 'string' && Object.keys(value).length === 1) return BigInt(big);
+  }
+  return value;
+};
+
+export const encodeJson = (value: unknown): string => JSON.stringify(value, replacer);
+export const decodeJson = (text: string): unknown => JSON.parse(text, reviver);
+
+export interface StoredSandbox {
+  v: number;
+  id: string;
+  name: string;
+  config: PodSandboxConfig__Output;
+  runtimeHandler: string;
+  os: 'linux' | 'windows';
+  createdAtNanos: bigint;
+  hostname: string;
+  ip: string;
+  pid: number;
+  logDirectory: string;
+  ociSpec: OciSpec;
+  platform: Record<string, unknown>;
+  resources: { overhead: unknown; resources: unknown } | undefined;
+  status: SandboxStatusData;
+}
+
+export function encodeSandbox(r: SandboxRecord): string {
+  const stored: StoredSandbox = {
+    v: RECORD_FORMAT,
+    id: r.id,
+    name: r.name,
+    config: r.config,
+    runtimeHandler: r.runtimeHandler,
+    os: r.os,
+    createdAtNanos: r.createdAtNanos,
+    hostname: r.hostname,
+    ip: r.ip,
+    pid: r.pid,
+    logDirectory: r.logDirectory,
+    ociSpec: r.ociSpec,
+    platform: r.platform,
+    resources: r.resources,
+    status: r.status,
+  };
+  return encodeJson(stored);
+}
+
+export interface StoredContainer {
+  v: number;
+  id: string;
+  sandboxId: string;
+  name: string;
+  metadata: ContainerMetadata__Output | null;
+  imageSpec: ImageSpec__Output | null;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  imageName: string;
+  imageId: string;
+  imageRef: string;
+  imageConfig: ImageConfig;
+  os: 'linux' | 'windows';
+  createdAtNanos: bigint;
+  logPath: string;
+  runtimeOwnedLog: boolean;
+  args: readonly string[];
+  seccomp: OciSeccomp | undefined;
+  securityOptions: readonly string[];
+  sharesPodPid: boolean;
+  resources: ContainerResources | null;
+  user: string;
+  /** What the mock HCS decided at start: the document it accepted, and whether it decided an identity. */
+  credentialSpec: CredentialSpecDocument | undefined;
+  windowsIdentityDecided: boolean;
+  config: ContainerConfig__Output;
+  status: ContainerStatusData;
+}
+
+export function encodeContainer(r: ContainerRecord, config: ContainerConfig__Output): string {
+  const stored: StoredContainer = {
+    v: RECORD_FORMAT,
+    id: r.id,
+    sandboxId: r.sandboxId,
+    name: r.name,
+    metadata: r.metadata,
+    imageSpec: r.imageSpec,
+    labels: r.labels,
+    annotations: r.annotations,
+    imageName: r.imageName,
+    imageId: r.imageId,
+    imageRef: r.imageRef,
+    imageConfig: r.imageConfig,
+    os: r.os,
+    createdAtNanos: r.createdAtNanos,
+    logPath: r.logPath,
+    runtimeOwnedLog: r.runtimeOwnedLog,
+    args: r.args,
+    seccomp: r.seccomp,
+    securityOptions: r.securityOptions,
+    sharesPodPid: r.sharesPodPid,
+    resources: r.resources,
+    user: r.user,
+    credentialSpec: r.credentialSpec,
+    windowsIdentityDecided: r.windowsIdentityDecided,
+    // The config's own copies of what the record keeps are left out (labels, annotations, metadata, image).
+    config: { ...config, labels: {}, annotations: {}, metadata: null, image: null },
+    status: r.status,
+  };
+  return encodeJson(stored);
+}
+
+export function encodeImage(r: ImageRecord): string {
+  return encodeJson({ v: RECORD_FORMAT, ...r });
+}
+
+/** Parses a stored record and checks the fields every kind has; throws a message naming what is wrong. */
+export function decodeStored<T extends { v: number; id: string }>(id: string, data: string, fields: readonly string[]): T {
+  const value = decodeJson(data);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('not a JSON object');
+  const record = value as Record<string, unknown>;
+  if (record['v'] !== RECORD_FORMAT) throw new Error(`record format ${String(record['v'])} is not ${RECORD_FORMAT}`);
+  if (record['id'] !== id) throw new Error(`its id field is ${JSON.stringify(record['id'])}`);
+  for (const field of fields) {
+    if (!(field in record)) throw new Error(`field ${field} is missing`);
+  }
+  return value as T;
+}
+
+export const SANDBOX_FIELDS = ['name', 'config', 'os', 'createdAtNanos', 'ip', 'pid', 'logDirectory', 'ociSpec', 'status'] as const;
+export const CONTAINER_FIELDS = ['sandboxId', 'name', 'labels', 'annotations', 'imageConfig', 'os', 'createdAtNanos', 'logPath', 'args', 'securityOptions', 'config', 'status'] as const;
+export const IMAGE_FIELDS = ['repoTags', 'repoDigests', 'size', 'config', 'pinned'] as const;

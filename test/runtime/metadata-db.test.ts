@@ -1,0 +1,189 @@
+// The metadata store (src/runtime/store/metadata-db.ts) behind a durable NodeRuntime: an answered
+// RPC is committed (a second connection sees it), the changes of one turn are one transaction,
+// and a reopened runtime has the records back, bigints and all.
+import { expect } from 'chai';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { silentLogger } from '../../src/log.js';
+import { NodeRuntime } from '../../src/runtime/node-runtime.js';
+import { ContainerState } from '../../src/runtime/store/container-store.js';
+import { MetadataDb } from '../../src/runtime/store/metadata-db.js';
+import { decodeJson, encodeJson } from '../../src/runtime/store/record-codec.js';
+import { tempDirPerTest } from '../support/temp-dir.js';
+import { BUSYBOX, createContainer, pull, runSandbox } from './helpers.js';
+
+describe('runtime: durable metadata store', () => {
+  const dir = tempDirPerTest('cri-winsim-metadata-');
+  const rows = (kind: string): string[] => {
+    const db = new Database(join(dir(), 'metadata.db'), { readonly: true });
+    try {
+      return (db.prepare('SELECT id FROM records WHERE kind = ? ORDER BY id').all(kind) as { id: string }[]).map((r) => r.id);
+    } finally {
+      db.close();
+    }
+  };
+
+  it('an answered RPC is committed: another connection reads its record at once', async () => {
+    const runtime = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      await pull(runtime, BUSYBOX);
+      expect(rows('image')).to.have.length(1);
+      const sb = await runSandbox(runtime);
+      expect(rows('sandbox')).to.deep.equal([sb.id]);
+      const id = await createContainer(runtime, sb, { command: ['sleep', '3600'] });
+      expect(rows('container')).to.deep.equal([id]);
+      await runtime.removeContainer({ container_id: id });
+      expect(rows('container')).to.deep.equal([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('an ephemeral start removes the database a durable run left: a later durable start finds nothing', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      await runSandbox(first);
+    } finally {
+      await first.close();
+    }
+    expect(existsSync(join(dir(), 'metadata.db'))).to.equal(true);
+    const ephemeral = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0 });
+    try {
+      expect([...ephemeral.context.sandboxes.all()]).to.have.length(0);
+      expect(existsSync(join(dir(), 'metadata.db'))).to.equal(false);
+    } finally {
+      await ephemeral.close();
+    }
+    const durable = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      expect([...durable.context.sandboxes.all()]).to.have.length(0);
+    } finally {
+      await durable.close();
+    }
+  });
+
+  it('a resumed container with stdin: true gets an input channel again; one without gets none', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    const ids: string[] = [];
+    try {
+      const sb = await runSandbox(first);
+      await pull(first, BUSYBOX);
+      ids.push(await createContainer(first, sb, { metadata: { name: 'shell', attempt: 0 }, command: ['sh'], stdin: true }));
+      ids.push(await createContainer(first, sb, { metadata: { name: 'sleeper', attempt: 0 }, command: ['sleep', '3600'] }));
+      for (const id of ids) await first.startContainer({ container_id: id });
+    } finally {
+      await first.close();
+    }
+    const second = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      const [shell, sleeper] = ids.map((id) => second.context.containers.get(id)!);
+      expect(shell!.status.state).to.equal(ContainerState.RUNNING);
+      expect(shell!.live.stdin).to.not.equal(undefined);
+      expect(sleeper!.live.stdin).to.equal(undefined);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a reopened runtime has the records back; a running container runs with its start time', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    const sb = await runSandbox(first);
+    let id: string;
+    let startedAt: bigint;
+    try {
+      await pull(first, BUSYBOX);
+      id = await createContainer(first, sb, { command: ['sleep', '3600'] });
+      await first.startContainer({ container_id: id });
+      startedAt = first.context.containers.get(id)!.status.startedAtNanos;
+    } finally {
+      await first.close();
+    }
+    const second = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      const c = second.context.containers.get(id)!;
+      expect(c.status.state).to.equal(ContainerState.RUNNING);
+      expect(c.status.startedAtNanos).to.equal(startedAt);
+      expect(c.live.process?.startedAtNanos).to.equal(startedAt);
+      expect(second.context.sandboxes.get(sb.id)?.ip).to.equal(first.context.sandboxes.get(sb.id)?.ip);
+      // The reserved names came back too: the same container name is refused.
+      const again = await second.createContainer({ pod_sandbox_id: sb.id, config: second.context.containers.configOf(c), sandbox_config: sb.config }).catch((err: Error) => err.message);
+      expect(again).to.contain('is reserved');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a durable start removes runtime-owned log directories no record owns, and never follows a planted symlink', async () => {
+    const first = await NodeRuntime.open({ stateDir: join(dir(), 'state'), pullDelayMs: 0, durable: true });
+    let kept: string;
+    try {
+      await pull(first, BUSYBOX);
+      const sb = await runSandbox(first, { log_directory: '' });
+      // A runtime-owned log (log_path empty): containers/<id>/container.log.
+      kept = await createContainer(first, sb, { command: ['sleep', '3600'] });
+      await first.startContainer({ container_id: kept });
+    } finally {
+      await first.close();
+    }
+    const outside = join(dir(), 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'precious'), 'x');
+    expect(existsSync(join(dir(), 'state', 'containers', kept))).to.equal(true);
+    mkdirSync(join(dir(), 'state', 'containers', 'stale-container'), { recursive: true });
+    mkdirSync(join(dir(), 'state', 'pods', 'stale-sandbox'), { recursive: true });
+    symlinkSync(outside, join(dir(), 'state', 'pods', 'planted'));
+    const second = await NodeRuntime.open({ stateDir: join(dir(), 'state'), pullDelayMs: 0, durable: true });
+    try {
+      expect(existsSync(join(dir(), 'state', 'containers', kept, 'container.log'))).to.equal(true);
+      expect(existsSync(join(dir(), 'state', 'containers', 'stale-container'))).to.equal(false);
+      expect(existsSync(join(dir(), 'state', 'pods', 'stale-sandbox'))).to.equal(false);
+      expect(existsSync(join(dir(), 'state', 'pods', 'planted'))).to.equal(false);
+      expect(existsSync(join(outside, 'precious'))).to.equal(true);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('changes of one event-loop turn are written in one transaction, the last state of each record', async () => {
+    const db = MetadataDb.open(dir(), silentLogger());
+    try {
+      let encoded = 0;
+      for (let i = 0; i < 100; i++) db.changed('container', `c${i % 10}`, () => `{"n":${++encoded}}`);
+      db.removed('container', 'c9');
+      await db.committed();
+      // Ten records changed ten times each: nine rows, each encoded once, when committed.
+      expect(encoded).to.equal(9);
+      expect(db.rows('container').map((r) => r.id)).to.deep.equal(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8']);
+      expect(db.committed()).to.equal(undefined);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a failed commit rejects committed(), keeps the changes dirty, and the next commit writes them', async () => {
+    const db = MetadataDb.open(dir(), silentLogger());
+    try {
+      // Another connection makes every insert fail, as a full disk would (the commit rolls back).
+      const other = new Database(join(dir(), 'metadata.db'));
+      other.exec("CREATE TRIGGER refuse BEFORE INSERT ON records BEGIN SELECT RAISE(ABORT, 'refused for the test'); END");
+      db.changed('sandbox', 's1', () => '{}');
+      db.changed('sandbox', 's2', () => '{}');
+      const failed = await db.committed()!.then(() => 'committed', (err: Error) => err.message);
+      expect(failed).to.equal('refused for the test');
+      expect(db.rows('sandbox')).to.deep.equal([]);
+      other.exec('DROP TRIGGER refuse');
+      other.close();
+      db.changed('image', 'i1', () => '{}');
+      await db.committed();
+      expect(db.rows('sandbox').map((r) => r.id)).to.deep.equal(['s1', 's2']);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('bigints survive the encoding; a look-alike object with more keys stays an object', () => {
+    const value = { t: 1_764_000_000_123_456_789n, nested: [{ n: -5n }], other: { $bigint: '1', x: 1 } };
+    expect(decodeJson(encodeJson(value))).to.deep.equal(value);
+  });
+});
