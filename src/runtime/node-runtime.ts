@@ -76,6 +76,7 @@ export interface NodeRuntimeOptions {
    * `timing` section fills in what these leave out.
    */
   callConditions?: CallConditionsOptions;
+  /**
    * Keep the metadata in the state directory's database (store/metadata-db.ts) and reload it at
    * open; `close` then leaves the state directory as it is. Default false: state in memory only,
    * runtime-owned files removed at open and close.
