@@ -375,7 +375,7 @@ describe('Windows identity failures through the CRI socket', function () {
     let rt: RuntimeHandle | undefined;
     let cri: CriClient | undefined;
     before(async () => {
-      rt = await startRuntime({ name: 'windows-failures-registry', args: ['--credspec-transport', 'registry'] });
+      rt = await startRuntime({ name: 'windows-failures-registry', args: ['--credspec-transport', 'registry', '--ad-mode', 'gmsa-kep'] });
       cri = createCriClient(rt.endpoint);
     });
     after(async () => {
