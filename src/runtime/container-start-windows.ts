@@ -83,10 +83,7 @@ export function containerPlatform(ctx: RuntimeContext, container: ContainerRecor
   return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
 }
 
-/**
- * info.platform of `crictl inspect`: the runtime flavor and what it handed its backend (the
- * security options of the docker flavors), then the identity once started.
- */
+/** info.platform of `crictl inspect`: the runtime flavor, then the identity once started. */
 export function containerStatusPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
   if (container.os !== 'windows') return containerPlatform(ctx, container);
   return { ...ctx.windows.flavor.handoffView(container), ...containerPlatform(ctx, container) };

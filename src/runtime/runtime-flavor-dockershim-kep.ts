@@ -90,7 +90,7 @@ export class DockershimKepFlavor implements RuntimeFlavor {
     return withContext(err, `failed to remove the credential spec of container ${container.id}`);
   }
 
-  handoffView(container: ContainerRecord): Record<string, unknown> {
-    return { runtimeFlavor: this.name, securityOpt: [...container.securityOptions] };
+  handoffView(): Record<string, unknown> {
+    return { runtimeFlavor: this.name };
   }
 }

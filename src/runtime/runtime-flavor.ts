@@ -79,7 +79,7 @@ export interface RuntimeFlavor {
   /** RemoveContainer: removing the container's staged credential spec failed. */
   removeFailed(err: unknown, container: ContainerRecord): Error;
 
-  /** Shown by `crictl inspect` under info.platform: what the runtime handed to its backend. */
+  /** Shown by `crictl inspect` under info.platform (the security options are info.securityOptions). */
   handoffView(container: ContainerRecord): Record<string, unknown>;
 }
 
