@@ -90,7 +90,7 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
   it('an unknown --ad-mode is refused by the option parser (a usage error: exit 2)', async () => {
     const run = await runRuntimeCommand(dir(), ['--ad-mode', 'lenient']);
     expect(run.code).to.equal(2);
-    expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are strict, realistic.");
+    expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are windows-server, gmsa-kep, realistic, strict.");
     expect(existsSync(join(dir(), 'cri.sock'))).to.equal(false);
   });
 

@@ -321,11 +321,15 @@ describe('cri-winsim kubelet run --expect: the demo\'s expectation format for a 
     ]);
   });
 
-  it('the demo\'s own expect.yaml holds on a strict runtime: exit 0', async () => {
-    await runKubelet(['delete', '--all', '-A', '--grace-period', '0', '--container-runtime-endpoint', rt.endpoint]);
-    const r = await runKubelet(['run', '--expect', join(examples, 'demo', 'expect.yaml'), '--container-runtime-endpoint', rt.endpoint], { killAfterMs: 120_000 });
-    expect(r.code, r.stdout + r.stderr).to.equal(0);
-    expect(r.stdout.trimEnd().split('\n').at(-1)).to.match(/^(\d+) of \1 as expected \(/);
+  it('the demo\'s own expect.yaml holds on a runtime with the default AD mode (windows-server): exit 0', async () => {
+    const own = await startRuntime();
+    try {
+      const r = await runKubelet(['run', '--expect', join(examples, 'demo', 'expect.yaml'), '--container-runtime-endpoint', own.endpoint], { killAfterMs: 120_000 });
+      expect(r.code, r.stdout + r.stderr).to.equal(0);
+      expect(r.stdout.trimEnd().split('\n').at(-1)).to.match(/^(\d+) of \1 as expected \(/);
+    } finally {
+      await own.stop();
+    }
   });
 
   it('an expectation file that cannot be used is a usage error', async () => {
@@ -370,7 +374,8 @@ describe('cri-winsim --help and completion', function () {
     expect(await complete(['cri-winsim', 'kubelet', 'get', '--container-r'])).to.deep.equal(['--container-runtime-endpoint']);
     expect(await complete(['cri-winsim', 'kubelet', '--runtime-e'])).to.deep.equal([]);
     expect(await complete(['cri-winsim', 'kubelet', 'get', '-o', 'j'])).to.deep.equal(['json', 'jsonpath=']);
-    expect(await complete(['cri-winsim', 'runtime', '--ad-mode', ''])).to.deep.equal(['strict', 'realistic']);
+    expect(await complete(['cri-winsim', 'runtime', '--ad-mode', ''])).to.deep.equal(['windows-server', 'gmsa-kep', 'realistic', 'strict']);
+    expect(await complete(['cri-winsim', 'runtime', '--runtime-flavor', ''])).to.deep.equal(['dockershim-kep', 'cri-dockerd', 'containerd']);
     expect(await complete(['cri-winsim', 'kubelet', 'logs', '--logging-format', ''])).to.deep.equal(['json', 'text']);
   });
 
