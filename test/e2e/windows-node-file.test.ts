@@ -100,7 +100,7 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
     try {
       const ready = rt.output().split('\n').find((l) => l.includes('windows node ready'));
       expect(ready, rt.output()).to.be.a('string');
-      expect(JSON.parse(ready!)).to.include({ node: 'WINWORK1', nodeSource: ccg, adMode: 'realistic', credentialSpecTransport: 'file' });
+      expect(JSON.parse(ready!)).to.include({ node: 'WINWORK1', nodeSource: ccg, adMode: 'windows-server', runtimeFlavor: 'dockershim-kep', credentialSpecTransport: 'file' });
     } finally {
       await rt.stop();
     }

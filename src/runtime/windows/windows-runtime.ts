@@ -90,6 +90,8 @@ export interface PreparedWindowsRuntime {
   mode: IdentityMode;
   transport: CredentialSpecTransportKind;
   flavor: RuntimeFlavor;
+  /** The `--ad-mode` name (windows-server or gmsa-kep), for the log. */
+  adModeName?: string | undefined;
   /** A deprecated `--ad-mode` name was given: the warning `open` logs. */
   adModeDeprecation?: string | undefined;
   options: WindowsRuntimeOptions;
@@ -142,7 +144,7 @@ export class WindowsRuntime {
     // containerd stages nothing; its hand-off is still opened, for the start-up sweep.
     const transport = flavor.transport ?? 'file';
     const node = options.node ?? (await openNodeDirectory(options.nodeFile));
-    return { node, mode, transport, flavor, adModeDeprecation: adMode.deprecation, options };
+    return { node, mode, transport, flavor, adModeName: adMode.name, adModeDeprecation: adMode.deprecation, options };
   }
 
   /** Opens the credential spec hand-off under `stateDir`, sweeps leftovers, installs the identity commands. */
@@ -167,7 +169,7 @@ export class WindowsRuntime {
     const swept = await handoff.sweep();
     registerIdentityCommands(commands);
     logger.info(
-      { node: node.name, nodeSource: node.source, adMode: mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
+      { node: node.name, nodeSource: node.source, adMode: prepared.adModeName ?? mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
       'windows node ready',
     );
     return runtime;
