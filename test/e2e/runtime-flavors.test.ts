@@ -137,7 +137,7 @@ describe('runtime flavors: the credential spec hand-off, its cleanup, texts and 
       const err = await rejection(start(runtime(), containerId));
       expect(err.code).to.equal(GrpcStatus.UNKNOWN);
       expect(err.details).to.equal(
-        `failed to start container "${containerId}": Error response from daemon: invalid credential spec: DomainJoinConfig.Sid is required`,
+        `failed to start container "${containerId}": Error response from daemon: invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)`,
       );
       const { status } = await unaryCall(runtime().cri.runtime, 'ContainerStatus', { container_id: containerId });
       expect([status!.state, status!.reason]).to.deep.equal([CONTAINER_EXITED, 'StartError']);
@@ -260,7 +260,7 @@ describe('runtime flavors: the credential spec hand-off, its cleanup, texts and 
       const err = await rejection(start(runtime(), containerId));
       expect(err.code).to.equal(GrpcStatus.UNKNOWN);
       expect(err.details).to.equal(
-        'failed to create containerd task: failed to create shim task: invalid credential spec: DomainJoinConfig.Sid is required',
+        'failed to create containerd task: failed to create shim task: invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)',
       );
       await remove(runtime(), containerId);
       expect(await credentialSpecLeftovers(runtime().stateDir)).to.deep.equal(NO_LEFTOVERS);

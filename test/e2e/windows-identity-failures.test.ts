@@ -191,7 +191,7 @@ const CASES: FailureCase[] = [
     }),
     strict: {
       code: GrpcStatus.INVALID_ARGUMENT,
-      message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x" is not a domain SID \(S-1-5-21-a-b-c\)$/,
+      message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x" is not a domain SID \(S-1-5-21-a-b-c\) \(cri-winsim schema check\)$/,
     },
     realistic: { code: GrpcStatus.INVALID_ARGUMENT, message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x"/ },
   },

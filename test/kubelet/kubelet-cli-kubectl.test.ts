@@ -161,12 +161,12 @@ describe('cri-winsim kubelet: kubectl-like get, logs and exec, and the CI report
       ['reporting-webapp', 'failed', 'Forbidden'],
     ]);
     expect(report.summary).to.deep.equal({ tests: 5, passed: 3, failed: 2 });
-    expect(report.testCases[3]!.message).to.equal('invalid credential spec: DomainJoinConfig.Sid is required');
+    expect(report.testCases[3]!.message).to.equal('invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)');
     expect(report.testCases.filter((c) => c.name.includes('/')).every((c) => c.durationSeconds > 0)).to.equal(true);
     const xml = await readFile(join(rt.dir, 'report.xml'), 'utf8');
     expect(xml).to.match(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="cri-winsim kubelet run" tests="5" failures="2" errors="0" time="[\d.]+">\n/);
     expect(xml).to.contain('<testcase classname="contoso-apps/webapp-invalid-credspec" name="webapp-invalid-credspec/iis" time="');
-    expect(xml).to.contain('<failure type="RunContainerError" message="invalid credential spec: DomainJoinConfig.Sid is required">');
+    expect(xml).to.contain('<failure type="RunContainerError" message="invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)">');
     expect(xml).to.match(/<failure type="Forbidden" message="[^"]*service account &quot;reporting&quot; is not authorized to `use` GMSA cred spec &quot;webapplication1&quot;">/);
   });
 
