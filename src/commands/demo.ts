@@ -1,5 +1,7 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import type { AdMode } from '../demo/example-manifest.js';
+import type { RuntimeFlavorName } from '../runtime/runtime-flavor.js';
+import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
@@ -10,6 +12,7 @@ interface DemoCommandOptions extends CallConditionFlags {
   example?: string;
   node?: string;
   adMode?: AdMode;
+  runtimeFlavor?: RuntimeFlavorName;
   v?: string;
   logLevel?: string;
   loggingFormat?: 'json' | 'text';
@@ -29,9 +32,9 @@ export function demoCommand(): Command {
     .option('--keep', 'keep the runtime up after the table (until Ctrl-C) to explore it with crictl')
     .option('--example <path>', 'run this example (an expect.yaml or its directory, e.g. examples/stories/hostprocess) instead of the bundled demo')
     .option('--node <file>', "node file (default: the example's, else the embedded WINNODE1)")
-    .addOption(new Option('--ad-mode <mode>', "override the example's AD mode").choices(['strict', 'realistic']))
     .option('--wide', 'never cut the MESSAGE column to fit the terminal');
   addCallConditionFlags(command);
+  addWindowsRuntimeFlags(command, false);
   addLogFlags(command, 'silent')
     .action(async (options: DemoCommandOptions) => {
       const { runDemo } = await import('../demo/demo-session.js');
@@ -43,6 +46,7 @@ export function demoCommand(): Command {
         ...(options.example === undefined ? {} : { example: options.example }),
         ...(options.node === undefined ? {} : { node: options.node }),
         ...(options.adMode === undefined ? {} : { adMode: options.adMode }),
+        ...(options.runtimeFlavor === undefined ? {} : { runtimeFlavor: options.runtimeFlavor }),
         ...(width === undefined ? {} : { tableWidth: width }),
         callConditions: callConditionOptions(options),
       });
@@ -51,5 +55,6 @@ export function demoCommand(): Command {
   return withExamples(command, [
     ['Run the bundled demo; exit 0 when every outcome is the expected one', 'cri-winsim demo'],
     ['Run another example, keeping the runtime up to explore it with crictl', 'cri-winsim demo --example examples/stories/hostprocess --keep'],
+    ['Run the bundled demo as containerd would (the credential spec string in the OCI spec)', 'cri-winsim demo --runtime-flavor containerd'],
   ]);
 }

@@ -28,6 +28,7 @@ import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { DEFAULT_STATE_DIR } from './runtime.js';
 import { withExamples } from './help-examples.js';
 import { untilSignal } from './shutdown-signal.js';
+import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 export const NODE_READY_MESSAGE = 'cri-winsim node ready';
@@ -64,8 +65,9 @@ interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   /** --simulate-reboot: reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
   simulateReboot?: boolean;
   nodeFile?: string;
-  adMode: 'strict' | 'realistic';
-  credspecTransport: 'file' | 'registry';
+  adMode: string;
+  runtimeFlavor: string;
+  credspecTransport?: 'file' | 'registry';
 }
 
 /** A Go duration of the forms the kubelet's flags take (`10s`, `1m30s`, `500ms`, `2h`). */
@@ -319,7 +321,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         // adopts them by their UID label instead of running them again.
         durable: options.ephemeral !== true,
         simulateReboot: options.simulateReboot === true,
-        windows: { node: directory, adMode: options.adMode, credentialSpecTransport: options.credspecTransport },
+        windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
       const server = new CriServer({ runtime, logger: runtimeLogger.child({ subsystem: 'cri' }) });
@@ -424,15 +426,14 @@ export function nodeModeOptions(command: Command): Command {
 
 export function nodeCommand(): Command {
   const command = new Command('node').description('Simulated Windows node(s) of a real cluster: runtime (CRI on <state-dir>/cri.sock) and kubelet in one process');
-  nodeModeOptions(command)
+  addWindowsRuntimeFlags(nodeModeOptions(command))
     .option('--nodes <n>', 'run N nodes in this process, named PREFIX-1 … PREFIX-N (state in <state-dir>/<name>/)')
     .option('--node-name-prefix <prefix>', 'the prefix of the node names with --nodes')
     .option('--state-dir <dir>', 'state of the runtime(s) and kubelet(s), kept across restarts (metadata database, logs)', DEFAULT_STATE_DIR)
     .option('--ephemeral', 'keep no runtime state across restarts (in memory only; the runtime state is reset at start)')
     .option('--simulate-reboot', 'start as after a reboot of the node(s): reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
-    .addOption(new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does').choices(['strict', 'realistic']).default('strict'))
-    .addOption(new Option('--credspec-transport <transport>', 'how the credential spec reaches the runtime').choices(['file', 'registry']).default('file'))
+    .addOption(new Option('--credspec-transport <transport>', 'dockershim-kep only: a temporary file (default) or a simulated registry value').choices(['file', 'registry']))
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'));
   addCallConditionFlags(command)
     .action(async (options: NodeCommandOptions) => {

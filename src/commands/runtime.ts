@@ -7,6 +7,7 @@ import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type LogFormat, type Logger } from '../log.js';
 import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';
+import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { untilSignal } from './shutdown-signal.js';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
@@ -28,8 +29,12 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   listen: string;
   stateDir: string;
   node?: string;
-  adMode: 'strict' | 'realistic';
-  credspecTransport: 'file' | 'registry';
+  /** windows-server (default) or gmsa-kep; strict and realistic are deprecated aliases. */
+  adMode: string;
+  /** dockershim-kep (default), cri-dockerd or containerd. */
+  runtimeFlavor?: string;
+  /** file or registry; the flavor's when absent. */
+  credspecTransport?: 'file' | 'registry';
   metricsAddr?: string;
   /** pino's level name (--log-level, or what --v asks for). */
   logLevel: string;
@@ -59,6 +64,7 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
     windows: {
       nodeFile: options.node === undefined ? undefined : resolve(options.node),
       adMode: options.adMode,
+      runtimeFlavor: options.runtimeFlavor,
       credentialSpecTransport: options.credspecTransport,
       credentialSpecMetrics: metrics?.credentialSpecs,
     },
@@ -142,19 +148,14 @@ export function runtimeCommand(): Command {
     .option('--simulate-reboot', 'start as after a node reboot: reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1)')
     .addOption(
-      new Option('--ad-mode <mode>', 'strict: the GMSA KEP (credential spec checked at start); realistic: what a WS2019 host does')
-        .choices(['strict', 'realistic'])
-        .default('strict'),
-    )
-    .addOption(
-      new Option('--credspec-transport <transport>', 'how the credential spec reaches the runtime: a temporary file or a simulated registry value')
-        .choices(['file', 'registry'])
-        .default('file'),
+      new Option('--credspec-transport <transport>', 'dockershim-kep only: a temporary file (default) or a simulated registry value')
+        .choices(['file', 'registry']),
     )
     .option('--streaming-address <host:port>', 'loopback address of the streaming server for exec, attach and port-forward (port 0: a free one)', '127.0.0.1:0')
     .option('--pod-cidr <cidr>', 'loopback range pod IPs come from (inside 127.0.0.0/8)', '127.10.0.0/16')
     .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)');
   addCallConditionFlags(command);
+  addWindowsRuntimeFlags(command);
   addLogFlags(command)
     .addOption(
       new Option('--idle-gc-seconds <seconds>', 'collect garbage once after this many seconds without a changing RPC (0: never)')
@@ -168,7 +169,8 @@ export function runtimeCommand(): Command {
     });
   return withExamples(command, [
     ['Serve CRI on a socket in /tmp (crictl -r unix:///tmp/cri.sock …)', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim'],
-    ['The realistic AD mode, klog text logs at debug level', 'cri-winsim runtime --ad-mode realistic --logging-format text --v 4'],
+    ['Reproduce containerd (credential spec string in the OCI spec), klog text logs at debug level', 'cri-winsim runtime --runtime-flavor containerd --logging-format text --v 4'],
+    ['The GMSA KEP\'s AD checks: StartContainer fails when the node cannot use the gMSA', 'cri-winsim runtime --ad-mode gmsa-kep'],
     ['Windows Server 2019 timings; 30 % of StartContainer calls fail Unavailable (repeatable with --seed)', 'cri-winsim runtime --latency-profile windows-server-2019 --inject-fault StartContainer=Unavailable:0.3 --seed 7'],
   ]);
 }

@@ -15,6 +15,7 @@ import { createLogger, silentLogger, type LogFormat, type Logger } from '../log.
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import type { CallConditionsOptions } from '../runtime/call-conditions/call-conditions.js';
 import { loadExampleManifest, type AdMode, type ExampleManifest } from './example-manifest.js';
+import type { RuntimeFlavorName } from '../runtime/runtime-flavor.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatReport } from './result-table.js';
 import { runExample, type ExampleReport } from './run-example.js';
@@ -34,6 +35,8 @@ export interface DemoOptions {
   readonly adMode?: AdMode;
   /** `--latency-profile`, `--seed`, `--inject-fault` (the node file's `timing` fills in the rest). */
   readonly callConditions?: CallConditionsOptions;
+  /** Runtime flavor overriding the example's (`--runtime-flavor`). */
+  readonly runtimeFlavor?: RuntimeFlavorName;
   /** Keep the runtime up after the table until `untilStopped` resolves (default: SIGINT/SIGTERM). */
   readonly keep?: boolean;
   /** Level of the runtime's own pino log on stderr (default `silent`). */
@@ -130,8 +133,8 @@ async function openRuntime(stateDir: string, manifest: ExampleManifest, options:
     logger,
     windows: {
       nodeFile,
-      adMode: options.adMode ?? manifest.adMode,
-      credentialSpecTransport: 'file',
+      adMode: manifest.adMode,
+      runtimeFlavor: manifest.runtimeFlavor,
     },
     ...(options.callConditions === undefined ? {} : { callConditions: options.callConditions }),
   });
@@ -146,9 +149,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   if (options.example === undefined && !existsSync(bundledDemoExample)) {
     throw new Error(`the bundled demo example ${bundledDemoExample} is missing (run the demo from the cri-winsim repository)`);
   }
-  const manifest = await loadExampleManifest(examplePath);
+  const loaded = await loadExampleManifest(examplePath);
+  // The command line's settings win over the example's; the report and table show what ran.
+  const manifest: ExampleManifest = {
+    ...loaded,
+    adMode: options.adMode ?? loaded.adMode,
+    runtimeFlavor: options.runtimeFlavor ?? loaded.runtimeFlavor,
+  };
   const nodeFile = options.node ?? manifest.node;
-  const adMode = options.adMode ?? manifest.adMode;
+  const adMode = manifest.adMode;
   progress.step(`example: ${manifest.title} (${relative(process.cwd(), manifest.file) || manifest.file})`);
 
   // Short prefix: the socket path must stay under the 108-byte sun_path limit.
@@ -166,7 +175,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let failure: unknown;
   try {
     const endpoint = `unix://${join(directory, 'cri.sock')}`;
-    progress.step(`starting the runtime on ${endpoint} (node ${nodeFile === undefined ? 'WINNODE1, embedded' : relative(process.cwd(), nodeFile)}; --ad-mode ${adMode})`);
+    progress.step(`starting the runtime on ${endpoint} (node ${nodeFile === undefined ? 'WINNODE1, embedded' : relative(process.cwd(), nodeFile)}; --ad-mode ${adMode}; --runtime-flavor ${manifest.runtimeFlavor})`);
     const runtime = await openRuntime(join(directory, 'state'), manifest, options, logger.child({ component: 'runtime' }));
     cleanups.push(['close the runtime', () => runtime.close()]);
     const server = new CriServer({ runtime, logger: logger.child({ component: 'cri' }) });

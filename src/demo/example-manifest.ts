@@ -11,8 +11,11 @@ import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
+import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
+import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS, type RuntimeFlavorName } from '../runtime/runtime-flavor.js';
 
-export type AdMode = 'strict' | 'realistic';
+/** An `--ad-mode` value (ad-mode.ts): windows-server, gmsa-kep, or a deprecated alias. */
+export type AdMode = string;
 
 /** An identity command to run in a started container, and what it must print. */
 export interface ExecExpectation {
@@ -67,6 +70,8 @@ export interface ExampleManifest {
   /** Absolute path of the node file; absent: the embedded WINNODE1. */
   readonly node?: string;
   readonly adMode: AdMode;
+  /** The runtime the example's node reproduces (`--runtime-flavor`); dockershim-kep when not given. */
+  readonly runtimeFlavor: RuntimeFlavorName;
   /** Absolute path of the cluster directory. */
   readonly cluster: string;
   readonly runs: readonly ExampleRun[];
@@ -106,7 +111,8 @@ const manifestSchema = {
   properties: {
     title: { type: 'string', minLength: 1 },
     node: { type: 'string', minLength: 1 },
-    adMode: { enum: ['strict', 'realistic'] },
+    adMode: { enum: [...AD_MODE_CHOICES] },
+    runtimeFlavor: { enum: [...RUNTIME_FLAVORS] },
     cluster: { type: 'string', minLength: 1 },
     runs: {
       type: 'array',
@@ -164,6 +170,7 @@ interface RawManifest {
   title: string;
   node?: string;
   adMode?: AdMode;
+  runtimeFlavor?: RuntimeFlavorName;
   cluster: string;
   runs: Array<{
     pods: string[];
@@ -216,7 +223,7 @@ export async function parseExampleManifest(file: string, text: string): Promise<
       })),
     });
   }
-  return { file, directory, title: raw.title, ...(node === undefined ? {} : { node }), adMode: raw.adMode ?? 'strict', cluster, runs };
+  return { file, directory, title: raw.title, ...(node === undefined ? {} : { node }), adMode: raw.adMode ?? DEFAULT_AD_MODE, runtimeFlavor: raw.runtimeFlavor ?? DEFAULT_RUNTIME_FLAVOR, cluster, runs };
 }
 
 /** Reads an example: its expect.yaml, or a directory that holds one. */

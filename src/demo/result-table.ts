@@ -7,7 +7,7 @@
 import { formatTable } from '../kubelet/pod-printers.js';
 import type { ExampleReport, RowVerdict } from './run-example.js';
 
-export const TABLE_HEADER = ['POD', 'CONTAINER', 'DESIGN', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;
+export const TABLE_HEADER = ['POD', 'CONTAINER', 'DESIGN', 'FLAVOR', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;
 
 export interface TableOptions {
   /** Width of a terminal: when the messages do not fit beside the other columns, they become numbered notes under the table. */
@@ -17,17 +17,21 @@ export interface TableOptions {
 /** Messages may span lines (runtime errors do); a table cell may not. */
 const oneLine = (text: string): string => text.replace(/\s+/g, ' ').trim();
 
-/** The cells of one verdict's row; `design` is the GMSA design its run admitted pods with. */
-export function tableCells(v: RowVerdict, design: string): string[] {
+/**
+ * The cells of one verdict's row; `design` is the GMSA design its run admitted pods with,
+ * `flavor` the runtime flavor the node ran with.
+ */
+export function tableCells(v: RowVerdict, design: string, flavor: string): string[] {
   const row = v.row;
   if (row === undefined) {
     const e = v.expectation!;
-    return [e.pod, e.container ?? '-', design, '-', '-', '(missing)', 'no', `expected ${e.outcome}`];
+    return [e.pod, e.container ?? '-', design, flavor, '-', '-', '(missing)', 'no', `expected ${e.outcome}`];
   }
   return [
     row.pod,
     row.container ?? '-',
     design,
+    flavor,
     row.user ?? '-',
     row.gmsa ?? '-',
     row.outcome,
@@ -39,7 +43,7 @@ export function tableCells(v: RowVerdict, design: string): string[] {
 /** The whole report as a table, followed by the details of every unexpected row. */
 export function formatReport(report: ExampleReport, options: TableOptions = {}): string {
   const verdicts = report.runs.flatMap((r) => r.verdicts);
-  let rows = report.runs.flatMap((r) => r.verdicts.map((v) => tableCells(v, r.run.gmsaDesign)));
+  let rows = report.runs.flatMap((r) => r.verdicts.map((v) => tableCells(v, r.run.gmsaDesign, report.manifest.runtimeFlavor)));
   const notes: string[] = [];
   if (options.tableWidth !== undefined) {
     // Too narrow for the messages: the MESSAGE cell refers to a numbered note under the table.

@@ -1,56 +1,34 @@
 import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
 import type { CleanupStack } from './cleanup.js';
-import { withContext } from './errors.js';
 import type { ImageConfig } from './images/catalogue.js';
 import type { SpecOpt } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
-import { sandboxHostProcess } from './sandbox-run-windows.js';
+import type { RuntimeFlavor } from './runtime-flavor.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
-import { checkHostProcessAgreement, withHostProcessAnnotation, withWindowsUsername } from './windows/oci-windows.js';
 
 /**
- * CreateContainer, the Windows part (containerd's container_create_windows.go and dockershim's
- * security-context step): HostProcess agreement with the sandbox, the user and HostProcess
- * annotation in the OCI spec, and the hand-off of the credential spec.
+ * CreateContainer, the Windows part, as the runtime flavor does it (runtime-flavor*.ts):
+ * HostProcess agreement with the sandbox, the user and HostProcess annotation in the OCI spec,
+ * and the hand-off of the credential spec.
  */
 
-/** containerd: a container's HostProcess must equal its sandbox's (both ways). */
-export function checkWindowsContainerAgainstSandbox(sandbox: SandboxRecord, config: ContainerConfig__Output): void {
-  if (sandbox.os !== 'windows') return;
-  checkHostProcessAgreement(sandboxHostProcess(sandbox), config.windows?.security_context?.host_process ?? false);
+/** The flavor's HostProcess rule between the container and its sandbox, once the id is known. */
+export function checkWindowsContainerAgainstSandbox(ctx: RuntimeContext, sandbox: SandboxRecord, config: ContainerConfig__Output, containerId: string): void {
+  ctx.windows.flavor.checkContainerAgainstSandbox(sandbox, config, containerId);
 }
 
-/** `process.user.username` (the image user, replaced by run_as_username) and the HostProcess annotation. */
-export function windowsContainerSpecOpts(config: ContainerConfig__Output, image: ImageConfig): SpecOpt[] {
-  const sc = config.windows?.security_context ?? null;
-  return [withWindowsUsername(image.user, sc?.run_as_username), withHostProcessAnnotation(sc?.host_process ?? false)];
+/** The flavor's Windows options of the container's spec (`process.user.username`, the HostProcess annotation, …). */
+export function windowsContainerSpecOpts(flavor: RuntimeFlavor, config: ContainerConfig__Output, image: ImageConfig): SpecOpt[] {
+  return flavor.containerSpecOpts(config, image);
 }
 
 /**
- * The dockershim layer: writes the CRI credential spec where the backend reads it (the KEP's
- * temporary file, or cri-dockerd's registry value) and returns the Docker security options that
- * name it. The removal is declared on `cleanup` right where the spec is written, so every later
- * CreateContainer failure removes it.
+ * The hand-off of the credential spec, as the flavor does it: the KEP's temporary file or
+ * cri-dockerd's registry value (returning the Docker security options that name it), or nothing
+ * (containerd). The removal is declared on `cleanup` right where the spec is written.
  */
-export async function stageCredentialSpec(
-  ctx: RuntimeContext,
-  config: ContainerConfig__Output,
-  containerId: string,
-  cleanup: CleanupStack,
-): Promise<string[]> {
-  const credentialSpec = config.windows?.security_context?.credential_spec ?? '';
-  if (credentialSpec === '') return [];
-  const { windows } = ctx;
-  let staged;
-  try {
-    windows.checkFault('credential-spec-write', containerId);
-    staged = await windows.handoff.stage(credentialSpec);
-  } catch (err) {
-    throw withContext(err, `failed to write the credential spec of container ${containerId}`);
-  }
-  cleanup.defer(`remove credential spec ${staged.name}`, () => windows.handoff.remove(staged));
-  windows.checkFault('credential-spec-written', containerId);
-  return [staged.securityOption];
+export function stageCredentialSpec(ctx: RuntimeContext, config: ContainerConfig__Output, containerId: string, cleanup: CleanupStack): Promise<string[]> {
+  return ctx.windows.flavor.stageCredentialSpec(ctx, config, containerId, cleanup);
 }
 
 /** Staged credential specs no live container refers to (the leak gauge, read when scraped). */

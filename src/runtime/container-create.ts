@@ -26,7 +26,8 @@ import {
   type OciSpec,
 } from './oci/spec.js';
 import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
-import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
+import { DockershimKepFlavor } from './runtime-flavor-dockershim-kep.js';
+import type { RuntimeFlavor } from './runtime-flavor.js';
 import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable, type ContainerRecord, type ContainerSpecs } from './store/container-store.js';
@@ -88,6 +89,7 @@ export function buildContainerSpec(
   args: string[],
   id: string,
   seccomp?: OciSeccomp,
+  flavor: RuntimeFlavor = DEFAULT_FLAVOR,
 ): OciSpec {
   const sc = config.linux?.security_context ?? null;
   const envs = config.envs.map((kv) => `${kv.key}=${kv.value}`);
@@ -104,7 +106,7 @@ export function buildContainerSpec(
       sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
       (sc?.supplemental_groups ?? []).map(Number),
     ),
-    ...(os === 'windows' ? windowsContainerSpecOpts(config, image) : []),
+    ...(os === 'windows' ? windowsContainerSpecOpts(flavor, config, image) : []),
     withNoNewPrivileges(sc?.no_new_privs ?? false),
     withReadonlyRootfs(sc?.readonly_rootfs ?? false),
     ...(os === 'linux' ? [withCapabilities(effectiveCapabilities(sc)), withSeccomp(seccomp)] : []),
@@ -137,24 +139,32 @@ const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
  * A container's OCI spec from its config and record: composed as at create, with the resources
  * UpdateContainerResources set and the credential spec HCS validated at start.
  */
-function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Output): OciSpec {
-  const spec = buildContainerSpec(r.os, config, r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp);
+function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Output, flavor: RuntimeFlavor = DEFAULT_FLAVOR): OciSpec {
+  const spec = buildContainerSpec(r.os, config, r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp, flavor);
   const resources = r.resources;
   withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
   withWindowsResources(resources?.windows ? { ...resources.windows } : undefined)(spec);
-  if (r.credentialSpec !== undefined) applyWindowsSpecOpts(spec, withWindowsCredentialSpec(r.credentialSpec));
+  if (r.os === 'windows') for (const opt of flavor.startedSpecOpts(r)) opt(spec);
   return spec;
 }
 
+/** Specs composed without a runtime (tests, tools): the default flavor's. */
+const DEFAULT_FLAVOR: RuntimeFlavor = new DockershimKepFlavor();
+
 /** How the container store composes a container's spec and its pod's files (pure functions). */
 export const containerSpecs: ContainerSpecs = Object.freeze({ compose: composeContainerSpec, podFiles: buildSandboxFiles });
+
+/** The same, for a runtime of the given flavor (its Windows spec options). */
+export function containerSpecsFor(flavor: RuntimeFlavor): ContainerSpecs {
+  return Object.freeze({ compose: (r: ContainerRecord, config: ContainerConfig__Output) => composeContainerSpec(r, config, flavor), podFiles: buildSandboxFiles });
+}
 
 /**
  * Checks that the config composes into an OCI spec (a value the spec cannot take fails
  * CreateContainer before anything is stored) and returns that spec, for the store to keep.
  */
-export function validateContainerConfig(record: ContainerRecord, config: ContainerConfig__Output): OciSpec {
-  return composeContainerSpec(record, config);
+export function validateContainerConfig(record: ContainerRecord, config: ContainerConfig__Output, flavor?: RuntimeFlavor): OciSpec {
+  return composeContainerSpec(record, config, flavor);
 }
 
 /**
@@ -178,7 +188,6 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
   const image = ctx.images.resolve(imageName);
   if (image === undefined) throw new RuntimeError('NotFound', `image "${imageName}" not found: pull it before creating a container`);
   validateLinuxContainerSecurity(config.linux?.security_context ?? null);
-  checkWindowsContainerAgainstSandbox(sandbox, config);
   if (config.linux?.security_context?.privileged && !sandbox.config.linux?.security_context?.privileged) {
     // containerd: a privileged container needs a privileged sandbox.
     throw new RuntimeError('InvalidArgument', `config.linux.security_context.privileged: no privileged container allowed in sandbox ${sandbox.id}`);
@@ -197,6 +206,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     ctx.containers.names.reserve(name, id);
     cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
 
+    checkWindowsContainerAgainstSandbox(ctx, sandbox, config, id);
     const os = image.config.os;
     // Windows: the dockershim layer hands the credential spec over (removed again by `cleanup`
     // if anything below fails).
@@ -231,7 +241,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
     }, config);
-    const spec = validateContainerConfig(record, config);
+    const spec = validateContainerConfig(record, config, ctx.windows.flavor);
     ctx.containers.add(record, config, spec);
     await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');

@@ -4,7 +4,7 @@ import type { RemoveContainerRequest__Output } from '../generated/runtime/v1/Rem
 import type { RemoveContainerResponse } from '../generated/runtime/v1/RemoveContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
 import { forceStop } from './container-stop.js';
-import { RuntimeError, withContext } from './errors.js';
+import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
@@ -43,7 +43,7 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
       try {
         await ctx.windows.handoff.releaseOnRemove(container.securityOptions);
       } catch (err) {
-        throw withContext(err, `failed to remove the credential spec of container ${container.id}`);
+        throw ctx.windows.flavor.removeFailed(err, container);
       }
     }
     if (ctx.containers.delete(container.id) === undefined) return;

@@ -5,8 +5,6 @@ import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, 
 import type { CredentialSpecDocument } from './windows/credential-spec.js';
 import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
 import { currentIdentity } from './windows/shared-gmsa-trust.js';
-import { applyWindowsSpecOpts, withWindowsCredentialSpec } from './windows/oci-windows.js';
-import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
 
 /**
  * StartContainer, the Windows part: what HCS does at CreateComputeSystem/Start in the mock
@@ -17,6 +15,15 @@ import { credentialSpecFromSecurityOptions } from './windows/security-options.js
  * on the container (EXITED, StartError). The credential spec's removal is declared on `cleanup`.
  */
 export async function prepareWindowsStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack): Promise<void> {
+  try {
+    await prepareBackendStart(ctx, container, cleanup);
+  } catch (err) {
+    // The texts and code of the runtime being simulated (runtime-flavor*.ts).
+    throw ctx.windows.flavor.startFailed(err, container.id);
+  }
+}
+
+async function prepareBackendStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack): Promise<void> {
   const { windows } = ctx;
   const id = container.id;
   // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
@@ -26,16 +33,13 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   let released: Promise<void> | undefined;
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   windows.checkFault('credential-spec-read', id);
-  const credentialSpec = await credentialSpecFromSecurityOptions(windows.backendSecurityOptions(container.securityOptions, id), {
-    containerId: id,
-    credentialSpecDirectory: windows.handoff.directory,
-    registry: windows.handoff.registry,
-    reader: windows.fileReader,
-  });
+  const credentialSpec = await windows.flavor.credentialSpecAtStart(ctx, container);
   windows.checkFault('credential-spec-validate', id);
   const document = credentialSpec === undefined ? undefined : windows.credentialSpecs.parse(credentialSpec);
   // The spec shows the document HCS accepted as windows.credentialSpec.
-  ctx.containers.setCredentialSpec(container, document, (spec) => applyWindowsSpecOpts(spec, withWindowsCredentialSpec(document)));
+  ctx.containers.setCredentialSpec(container, document, (spec) => {
+    for (const opt of windows.flavor.startedSpecOpts(container)) opt(spec);
+  });
 
   windows.checkFault('identity', id);
   const decision = decideIdentity(ctx, container, document);
@@ -52,7 +56,7 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
 /** The mock HCS's decision for a container: its identity against the node's simulated AD. */
 function decideIdentity(ctx: RuntimeContext, container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
   const { windows } = ctx;
-  const hostProcess = ctx.containers.configOf(container).windows?.security_context?.host_process ?? false;
+  const hostProcess = windows.flavor.hostProcess(ctx.containers.configOf(container));
   return evaluateContainerIdentity(
     windows.node,
     document,
@@ -79,6 +83,12 @@ export function containerPlatform(ctx: RuntimeContext, container: ContainerRecor
   const identity = windowsIdentity(ctx, container);
   // Before WS2019 a later container with the same gMSA and hostname takes the secure channel.
   return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: currentIdentity(ctx, container, identity, (c) => windowsIdentity(ctx, c)) };
+}
+
+/** info.platform of `crictl inspect`: the runtime flavor, then the identity once started. */
+export function containerStatusPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
+  if (container.os !== 'windows') return containerPlatform(ctx, container);
+  return { ...ctx.windows.flavor.handoffView(container), ...containerPlatform(ctx, container) };
 }
 
 /**

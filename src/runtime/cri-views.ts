@@ -4,7 +4,7 @@ import type { Image } from '../generated/runtime/v1/Image.js';
 import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
 import { nanosToWire } from './clock.js';
-import { containerPlatform } from './container-start-windows.js';
+import { containerStatusPlatform } from './container-start-windows.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { imageUser, type ImageRecord } from './store/image-store.js';
@@ -136,7 +136,7 @@ export function containerInfo(ctx: RuntimeContext, c: ContainerRecord): Record<s
       config: ctx.containers.configOf(c),
       runtimeSpec: ctx.containers.specOf(c),
       securityOptions: c.securityOptions,
-      platform: containerPlatform(ctx, c),
+      platform: containerStatusPlatform(ctx, c),
     }),
   };
 }

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import { silentLogger, type Logger } from '../log.js';
 import { systemClock, type Clock } from './clock.js';
-import { containerSpecs } from './container-create.js';
+import { containerSpecsFor } from './container-create.js';
 import { handleContainerExit } from './container-start.js';
 import { forceStop } from './container-stop.js';
 import { RUNTIME_RPCS, type CriRuntime } from './cri-runtime.js';
@@ -173,7 +173,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       logger,
       clock: options.clock ?? systemClock,
       sandboxes: new SandboxStore(interner),
-      containers: new ContainerStore(interner, containerSpecs),
+      containers: new ContainerStore(interner, containerSpecsFor(preparedWindows.flavor)),
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,

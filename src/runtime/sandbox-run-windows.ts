@@ -1,7 +1,7 @@
 import type { PodSandboxConfig__Output } from '../generated/runtime/v1/PodSandboxConfig.js';
 import type { SpecOpt } from './oci/spec.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
-import { withHostProcessAnnotation } from './windows/oci-windows.js';
+import type { RuntimeFlavor } from './runtime-flavor.js';
 
 /** runtime.v1.NamespaceMode, by number. */
 const NAMESPACE_MODES = ['POD', 'CONTAINER', 'NODE', 'TARGET'];
@@ -38,9 +38,9 @@ export function windowsSandboxPlatform(config: PodSandboxConfig__Output): Record
   return { [WINDOWS_SANDBOX_SECURITY_KEY]: windowsSandboxSecurity(config) };
 }
 
-/** The sandbox (pause) spec of a Windows pod carries hcsshim's HostProcess annotation, as containerd writes it. */
-export function windowsSandboxSpecOpts(config: PodSandboxConfig__Output): SpecOpt[] {
-  return [withHostProcessAnnotation(config.windows?.security_context?.host_process ?? false)];
+/** The sandbox (pause) spec of a Windows pod, as the runtime flavor writes it (runtime-flavor*.ts). */
+export function windowsSandboxSpecOpts(flavor: RuntimeFlavor, config: PodSandboxConfig__Output): SpecOpt[] {
+  return flavor.sandboxSpecOpts(config);
 }
 
 /** Whether the sandbox is a HostProcess pod (false for Linux sandboxes). */

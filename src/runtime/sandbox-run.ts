@@ -68,7 +68,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
         'io.kubernetes.cri.sandbox-uid': metadata.uid,
       })),
       withSysctls(config.linux?.sysctls ?? {}),
-      ...(os === 'windows' ? windowsSandboxSpecOpts(config) : []),
+      ...(os === 'windows' ? windowsSandboxSpecOpts(ctx.windows.flavor, config) : []),
     );
     const record: SandboxRecord = {
       id,

@@ -108,6 +108,23 @@ describe('cri-winsim demo', function () {
     expect(readdirSync(tmp), 'left in TMPDIR').to.deep.equal([]);
   });
 
+  for (const flavor of ['cri-dockerd', 'containerd']) {
+    it(`runs the bundled demo with --runtime-flavor ${flavor}: every row says the flavor and comes out as expected`, async () => {
+      const manifest = await loadExampleManifest(bundledDemo);
+      const run = await runDemoCli(['--runtime-flavor', flavor], tmp);
+      expect(run.killed).to.equal(false);
+      const rows = tableRows(run.stdout);
+      expect(rows.length, run.stdout).to.equal(manifest.runs.flatMap((r) => r.expect).length);
+      for (const row of rows) {
+        expect(row[col('FLAVOR')], row.join(' | ')).to.equal(flavor);
+        expect(row[col('AS EXPECTED')], `${row.join(' | ')}\n${run.stdout}`).to.equal('yes');
+      }
+      expect(run.stderr).to.include(`--runtime-flavor ${flavor}`);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(readdirSync(tmp), 'left in TMPDIR').to.deep.equal([]);
+    });
+  }
+
   it('exits 1 and marks the row when an example does not have its expected outcome', async () => {
     const example = join(tmp, 'wrong-expectation');
     await mkdir(example);
@@ -206,6 +223,7 @@ describe('demo: example manifests', () => {
     ['a missing pod file', 'title: t\ncluster: ../cluster\nruns:\n  - pods: [nope.yaml]\n    expect: [{pod: p, outcome: Running}]\n', `runs[0].pods[0]: ${join(dir, 'nope.yaml')} does not exist`],
     ['a missing node file', 'title: t\nnode: nonode.yaml\ncluster: ../cluster\nruns:\n  - pods: [../pods/run-as-username-pod.yaml]\n    expect: [{pod: p, outcome: Running}]\n', `node: ${join(dir, 'nonode.yaml')} does not exist`],
     ['a bad AD mode', 'title: t\nadMode: lenient\ncluster: ../cluster\nruns: []\n', 'adMode: must be equal to one of the allowed values'],
+    ['a bad runtime flavor', 'title: t\nruntimeFlavor: cri-o\ncluster: ../cluster\nruns: []\n', 'runtimeFlavor: must be equal to one of the allowed values'],
     ['exec in a container expected not to run', valid('        container: c\n        outcome: RunContainerError\n        exec: [{command: [whoami]}]\n'), 'runs[0].expect[0].exec: commands can only run in a Running container, not RunContainerError'],
     ['the same row twice', valid('        outcome: Running\n      - pod: p\n        outcome: Forbidden\n'), 'runs[0].expect[1]: pod p is expected twice'],
     ['not YAML', 'title: [', 'not valid YAML'],
@@ -226,7 +244,9 @@ describe('demo: example manifests', () => {
     const m = await parseExampleManifest(file, valid('        outcome: Running\n        exec: [{command: [cmd, /c, whoami]}]\n'));
     expect(m.cluster).to.equal(join(repoRoot, 'examples', 'cluster'));
     expect(m.runs[0]!.pods).to.deep.equal([join(repoRoot, 'examples', 'pods', 'run-as-username-pod.yaml')]);
-    expect(m.adMode).to.equal('strict');
+    // The defaults are what a current node does (docs/failure-modes.md) and the KEP's dockershim.
+    expect(m.adMode).to.equal('windows-server');
+    expect(m.runtimeFlavor).to.equal('dockershim-kep');
     expect(m.node).to.equal(undefined);
     expect(m.runs[0]!.expect[0]!.exec).to.deep.equal([{ command: ['cmd', '/c', 'whoami'], exitCode: 0 }]);
   });
@@ -275,7 +295,7 @@ describe('demo: judging rows', () => {
       { row: { ...row, message: long }, expectation: expectation({}), exec: [], problems: [] },
       { row: { ...row, container: 'd', outcome: 'Running', message: '' }, expectation: expectation({ container: 'd', outcome: 'Running' }), exec: [], problems: [] },
     ];
-    const report = { manifest: {} as never, runs: [{ run: { gmsaDesign: 'webhook' } as never, results: [], verdicts }], ok: true };
+    const report = { manifest: { runtimeFlavor: 'dockershim-kep' } as never, runs: [{ run: { gmsaDesign: 'webhook' } as never, results: [], verdicts }], ok: true };
     const narrow = formatReport(report, { tableWidth: 80 });
     expect(narrow).to.include(`yes          [1]\n`);
     expect(narrow).to.include(`\n[1] ${long}\n`);

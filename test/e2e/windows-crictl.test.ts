@@ -43,7 +43,7 @@ describe('Windows workload identity through the real crictl', function () {
 
     before(async function () {
       requireCriTool(this, 'crictl');
-      rt = await startRuntime({ name: 'windows-crictl' });
+      rt = await startRuntime({ name: 'windows-crictl', args: ['--ad-mode', 'gmsa-kep'] });
       const logs = join(rt.dir, 'pod-logs');
       mkdirSync(logs, { recursive: true });
       const security = { run_as_username: 'ContainerUser', credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC };

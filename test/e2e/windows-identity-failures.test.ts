@@ -191,7 +191,7 @@ const CASES: FailureCase[] = [
     }),
     strict: {
       code: GrpcStatus.INVALID_ARGUMENT,
-      message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x" is not a domain SID \(S-1-5-21-a-b-c\)$/,
+      message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x" is not a domain SID \(S-1-5-21-a-b-c\) \(cri-winsim schema check\)$/,
     },
     realistic: { code: GrpcStatus.INVALID_ARGUMENT, message: /^invalid credential spec: DomainJoinConfig\.Sid "S-1-5-21-x"/ },
   },
@@ -301,7 +301,8 @@ describe('Windows identity failures through the CRI socket', function () {
             const err = await rejection(unaryCall(client().runtime, 'StartContainer', { container_id: containerId }, { timeoutMs: 10_000 }));
             expect(err.code).to.equal(GrpcStatus.INVALID_ARGUMENT);
             expect(err.details).to.equal(
-              `credential spec for container ${containerId} could not be read from file "${join(rt!.stateDir, 'CredentialSpecs', file!)}": ` +
+              // moby v24.0.0 daemon/oci_windows.go readCredentialSpecFile.
+              `failed to load credential spec for container ${containerId}: ` +
                 `open ${join(rt!.stateDir, 'CredentialSpecs', file!)}: The system cannot find the file specified.`,
             );
             const { status } = await unaryCall(client().runtime, 'ContainerStatus', { container_id: containerId });
@@ -374,7 +375,7 @@ describe('Windows identity failures through the CRI socket', function () {
     let rt: RuntimeHandle | undefined;
     let cri: CriClient | undefined;
     before(async () => {
-      rt = await startRuntime({ name: 'windows-failures-registry', args: ['--credspec-transport', 'registry'] });
+      rt = await startRuntime({ name: 'windows-failures-registry', args: ['--credspec-transport', 'registry', '--ad-mode', 'gmsa-kep'] });
       cri = createCriClient(rt.endpoint);
     });
     after(async () => {
@@ -409,8 +410,8 @@ describe('Windows identity failures through the CRI socket', function () {
         ['credentialspec=ftp://spec.json'],
         /^invalid credential spec security option - value must be prefixed by 'file:\/\/', 'registry:\/\/', or 'raw:\/\/' followed by a non-empty value$/,
       ],
-      ['an absolute file path', ['credentialspec=file://C:\\specs\\x.json'], /^invalid credential spec - file:\/\/ path cannot be absolute$/],
-      ['a path outside the directory', ['credentialspec=file://../registry/registry.json'], /^invalid credential spec - file:\/\/ path must be under /],
+      ['an absolute file path', ['credentialspec=file://C:\\specs\\x.json'], /^invalid credential spec: file:\/\/ path cannot be absolute$/],
+      ['a path outside the directory', ['credentialspec=file://../registry/registry.json'], /^invalid credential spec: file:\/\/ path must be under /],
       ['an unknown registry value', ['credentialspec=registry://k8s-cred-spec-missing'], /^registry credential spec "k8s-cred-spec-missing" for container [0-9a-f]{64} was not found$/],
     ];
     let replacement: string[] = [];

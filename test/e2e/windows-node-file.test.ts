@@ -90,7 +90,7 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
   it('an unknown --ad-mode is refused by the option parser (a usage error: exit 2)', async () => {
     const run = await runRuntimeCommand(dir(), ['--ad-mode', 'lenient']);
     expect(run.code).to.equal(2);
-    expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are strict, realistic.");
+    expect(run.stderr).to.contain("option '--ad-mode <mode>' argument 'lenient' is invalid. Allowed choices are windows-server, gmsa-kep, realistic, strict.");
     expect(existsSync(join(dir(), 'cri.sock'))).to.equal(false);
   });
 
@@ -100,7 +100,7 @@ describe('cri-winsim runtime --node: node files with errors are refused at start
     try {
       const ready = rt.output().split('\n').find((l) => l.includes('windows node ready'));
       expect(ready, rt.output()).to.be.a('string');
-      expect(JSON.parse(ready!)).to.include({ node: 'WINWORK1', nodeSource: ccg, adMode: 'realistic', credentialSpecTransport: 'file' });
+      expect(JSON.parse(ready!)).to.include({ node: 'WINWORK1', nodeSource: ccg, adMode: 'windows-server', runtimeFlavor: 'dockershim-kep', credentialSpecTransport: 'file' });
     } finally {
       await rt.stop();
     }

@@ -161,12 +161,12 @@ describe('cri-winsim kubelet: kubectl-like get, logs and exec, and the CI report
       ['reporting-webapp', 'failed', 'Forbidden'],
     ]);
     expect(report.summary).to.deep.equal({ tests: 5, passed: 3, failed: 2 });
-    expect(report.testCases[3]!.message).to.equal('invalid credential spec: DomainJoinConfig.Sid is required');
+    expect(report.testCases[3]!.message).to.equal('invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)');
     expect(report.testCases.filter((c) => c.name.includes('/')).every((c) => c.durationSeconds > 0)).to.equal(true);
     const xml = await readFile(join(rt.dir, 'report.xml'), 'utf8');
     expect(xml).to.match(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="cri-winsim kubelet run" tests="5" failures="2" errors="0" time="[\d.]+">\n/);
     expect(xml).to.contain('<testcase classname="contoso-apps/webapp-invalid-credspec" name="webapp-invalid-credspec/iis" time="');
-    expect(xml).to.contain('<failure type="RunContainerError" message="invalid credential spec: DomainJoinConfig.Sid is required">');
+    expect(xml).to.contain('<failure type="RunContainerError" message="invalid credential spec: DomainJoinConfig.Sid is required (cri-winsim schema check)">');
     expect(xml).to.match(/<failure type="Forbidden" message="[^"]*service account &quot;reporting&quot; is not authorized to `use` GMSA cred spec &quot;webapplication1&quot;">/);
   });
 
@@ -321,11 +321,15 @@ describe('cri-winsim kubelet run --expect: the demo\'s expectation format for a 
     ]);
   });
 
-  it('the demo\'s own expect.yaml holds on a strict runtime: exit 0', async () => {
-    await runKubelet(['delete', '--all', '-A', '--grace-period', '0', '--container-runtime-endpoint', rt.endpoint]);
-    const r = await runKubelet(['run', '--expect', join(examples, 'demo', 'expect.yaml'), '--container-runtime-endpoint', rt.endpoint], { killAfterMs: 120_000 });
-    expect(r.code, r.stdout + r.stderr).to.equal(0);
-    expect(r.stdout.trimEnd().split('\n').at(-1)).to.match(/^(\d+) of \1 as expected \(/);
+  it('the demo\'s own expect.yaml holds on a runtime with the default AD mode (windows-server): exit 0', async () => {
+    const own = await startRuntime();
+    try {
+      const r = await runKubelet(['run', '--expect', join(examples, 'demo', 'expect.yaml'), '--container-runtime-endpoint', own.endpoint], { killAfterMs: 120_000 });
+      expect(r.code, r.stdout + r.stderr).to.equal(0);
+      expect(r.stdout.trimEnd().split('\n').at(-1)).to.match(/^(\d+) of \1 as expected \(/);
+    } finally {
+      await own.stop();
+    }
   });
 
   it('an expectation file that cannot be used is a usage error', async () => {
@@ -370,7 +374,8 @@ describe('cri-winsim --help and completion', function () {
     expect(await complete(['cri-winsim', 'kubelet', 'get', '--container-r'])).to.deep.equal(['--container-runtime-endpoint']);
     expect(await complete(['cri-winsim', 'kubelet', '--runtime-e'])).to.deep.equal([]);
     expect(await complete(['cri-winsim', 'kubelet', 'get', '-o', 'j'])).to.deep.equal(['json', 'jsonpath=']);
-    expect(await complete(['cri-winsim', 'runtime', '--ad-mode', ''])).to.deep.equal(['strict', 'realistic']);
+    expect(await complete(['cri-winsim', 'runtime', '--ad-mode', ''])).to.deep.equal(['windows-server', 'gmsa-kep', 'realistic', 'strict']);
+    expect(await complete(['cri-winsim', 'runtime', '--runtime-flavor', ''])).to.deep.equal(['dockershim-kep', 'cri-dockerd', 'containerd']);
     expect(await complete(['cri-winsim', 'kubelet', 'logs', '--logging-format', ''])).to.deep.equal(['json', 'text']);
   });
 

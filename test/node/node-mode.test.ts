@@ -68,7 +68,7 @@ describe('node mode against a real control plane', function () {
   const endpoint1 = () => ({ endpoint: `unix://${join(stateDir(), 'cri.sock')}`, dir: stateDir() });
 
   // --port 0: other suites on this machine may hold 127.0.0.1:10250.
-  const node1Args = () => ['node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-1', '--state-dir', stateDir(), '--port', '0', '--client-ca-file', cp.kubeletClientCaFile];
+  const node1Args = () => ['node', '--kubeconfig', kubeconfig1, '--hostname-override', 'winsim-1', '--state-dir', stateDir(), '--port', '0', '--client-ca-file', cp.kubeletClientCaFile, '--ad-mode', 'gmsa-kep'];
   const kubectlJson = async <T = any>(args: string[]): Promise<T> => JSON.parse(await cp.kubectlOk([...args, '-o', 'json'])) as T;
   const podJson = (name: string) => kubectlJson(['get', 'pod', name]);
 
@@ -160,7 +160,7 @@ describe('node mode against a real control plane', function () {
     expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
   });
 
-  it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode strict)', async () => {
+  it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode gmsa-kep)', async () => {
     const denied = kepExampleWith((doc) => {
       doc.DomainJoinConfig.MachineAccountName = 'SqlReporting';
       doc.ActiveDirectoryConfig.GroupManagedServiceAccounts = [{ Name: 'SqlReporting', Scope: 'DEMO' }, { Name: 'SqlReporting', Scope: 'contoso.com' }];

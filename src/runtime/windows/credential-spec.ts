@@ -34,8 +34,14 @@ export const MAX_CREDENTIAL_SPEC_BYTES = 64 * 1024;
 // Compiled once, when the runtime loads this module.
 const validateCredentialSpecDocument = compileSchema<CredentialSpecDocument>(credentialSpecSchema);
 
+/**
+ * Ends every schema-check message: the check and its words are cri-winsim's own (HCS reports an
+ * invalid document without naming a field), so the message says so (docs/failure-modes.md).
+ */
+export const OWN_CHECK_MARK = ' (cri-winsim schema check)';
+
 function invalid(detail: string): RuntimeError {
-  return new RuntimeError('InvalidArgument', `invalid credential spec: ${detail}`);
+  return new RuntimeError('InvalidArgument', `invalid credential spec: ${detail}${OWN_CHECK_MARK}`);
 }
 
 /**

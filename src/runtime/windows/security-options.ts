@@ -1,5 +1,5 @@
 import { openSync, readFileSync, readSync } from 'node:fs';
-import { join, normalize, sep } from 'node:path';
+import { join, normalize } from 'node:path';
 import { TidyUp } from '../../tidy-up.js';
 import { RuntimeError } from '../errors.js';
 import { CREDENTIAL_SPEC_REGISTRY_KEY } from './credential-spec-handoff.js';
@@ -15,7 +15,7 @@ export interface SecurityOptionContext {
   reader?: SmallFileReader;
 }
 
-// moby's texts (REFERENCE §7).
+// moby's texts, daemon/oci_windows.go at v24.0.0 (unchanged through v28.5.2).
 const INVALID_CREDENTIAL_SPEC_OPTION =
   "invalid credential spec security option - value must be prefixed by 'file://', 'registry://', or 'raw://' followed by a non-empty value";
 
@@ -33,19 +33,19 @@ function isWindowsAbsolute(path: string): boolean {
 }
 
 /**
- * Resolves a `file://` location the way moby does on Windows: clean it, refuse absolute paths,
- * join it to the credential spec directory, refuse anything that ends up outside it.
- * Backslashes are separators (Windows semantics); a rooted path without a drive (`\x`) is joined.
+ * Resolves a `file://` location the way moby's readCredentialSpecFile does on Windows
+ * (daemon/oci_windows.go, v24.0.0 to v28.5.2): `filepath.IsAbs` refuses a path with a drive
+ * and a root or a UNC path; the location is joined to `<root>\CredentialSpecs` (Join cleans
+ * `..` away); and the result must start with that directory's path — a string prefix, as moby
+ * tests it, so `..\CredentialSpecsX\a.json` (a sibling whose name starts the same) is accepted
+ * and then fails to load. Backslashes are separators; a rooted path without a drive (`\x`) is
+ * joined, as filepath.Join does.
  */
-function credentialSpecFilePath(location: string, directory: string): string {
-  const windowsStyle = location.replace(/\\/g, '/');
-  if (isWindowsAbsolute(location)) throw invalid('invalid credential spec - file:// path cannot be absolute');
-  const base = normalize(directory);
-  const full = join(base, windowsStyle.replace(/^\/+/, ''));
-  // Stricter than moby's string-prefix test: `CredentialSpecsX/…` is not under `CredentialSpecs`.
-  if (full !== base && !full.startsWith(base.endsWith(sep) ? base : base + sep)) {
-    throw invalid(`invalid credential spec - file:// path must be under ${directory}`);
-  }
+export function credentialSpecFilePath(location: string, directory: string): string {
+  if (isWindowsAbsolute(location)) throw invalid('invalid credential spec: file:// path cannot be absolute');
+  const base = normalize(directory).replace(/\/+$/, '') || '/';
+  const full = join(base, location.replace(/\\/g, '/'));
+  if (!full.startsWith(base)) throw invalid(`invalid credential spec: file:// path must be under ${base}`);
   return full;
 }
 
@@ -96,7 +96,9 @@ async function readCredentialSpecFile(containerId: string, location: string, dir
             : (err as Error).message;
     throw new RuntimeError(
       'InvalidArgument',
-      `credential spec for container ${containerId} could not be read from file ${quote(full)}: open ${full}: ${reason}`,
+      // errors.Wrapf around os.ReadFile's *PathError (moby v24+; older moby said
+      // `credential spec for container %s could not be read from file %q`).
+      `failed to load credential spec for container ${containerId}: open ${full}: ${reason}`,
       { cause: err },
     );
   }

@@ -5,7 +5,10 @@ import { withContext } from '../errors.js';
 import { RandomSource } from '../ids.js';
 import type { CommandRegistry } from '../process/command-registry.js';
 import { BoundedCache } from '../store/bounded-cache.js';
-import { AccessChecks, parseIdentityMode, type ContainerIdentity, type IdentityMode } from './container-identity.js';
+import { parseRuntimeFlavor, DEFAULT_RUNTIME_FLAVOR, type RuntimeFlavor } from '../runtime-flavor.js';
+import { selectRuntimeFlavor } from '../runtime-flavor-select.js';
+import { DEFAULT_AD_MODE, parseAdMode } from './ad-mode.js';
+import { AccessChecks, type ContainerIdentity, type IdentityMode } from './container-identity.js';
 import { CredentialSpecParser } from './credential-spec.js';
 import {
   CredentialSpecHandoff,
@@ -70,10 +73,12 @@ export interface WindowsRuntimeOptions {
   nodeFile?: string | undefined;
   /** An already loaded node (node mode derives one per simulated node); wins over nodeFile. */
   node?: NodeDirectory | undefined;
-  /** `--ad-mode`: strict (default) or realistic. */
+  /** `--ad-mode`: windows-server (default) or gmsa-kep (ad-mode.ts; old names strict, realistic). */
   adMode?: string | undefined;
-  /** `--credspec-transport`: file (default) or registry. */
+  /** `--credspec-transport`: file or registry (the flavor's when absent). */
   credentialSpecTransport?: string | undefined;
+  /** `--runtime-flavor`: dockershim-kep (default), cri-dockerd or containerd (runtime-flavor.ts). */
+  runtimeFlavor?: string | undefined;
   credentialSpecMetrics?: CredentialSpecCounters | undefined;
   /** Tests only. */
   faults?: WindowsFaultInjection | undefined;
@@ -84,6 +89,11 @@ export interface PreparedWindowsRuntime {
   node: NodeDirectory;
   mode: IdentityMode;
   transport: CredentialSpecTransportKind;
+  flavor: RuntimeFlavor;
+  /** The `--ad-mode` name (windows-server or gmsa-kep), for the log. */
+  adModeName?: string | undefined;
+  /** A deprecated `--ad-mode` name was given: the warning `open` logs. */
+  adModeDeprecation?: string | undefined;
   options: WindowsRuntimeOptions;
 }
 
@@ -113,6 +123,7 @@ export class WindowsRuntime {
     readonly node: NodeDirectory,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
+    readonly flavor: RuntimeFlavor,
     private readonly faults: WindowsFaultInjection | undefined,
     private readonly logger: Logger,
     load: CallLoad,
@@ -126,10 +137,14 @@ export class WindowsRuntime {
    * (`<file>: <field>: <reason>`) before the runtime touches its state directory.
    */
   static async prepare(options: WindowsRuntimeOptions): Promise<PreparedWindowsRuntime> {
-    const mode = parseIdentityMode(options.adMode ?? 'strict');
-    const transport = parseCredentialSpecTransport(options.credentialSpecTransport ?? 'file');
+    const adMode = parseAdMode(options.adMode ?? DEFAULT_AD_MODE);
+    const mode = adMode.identityMode;
+    const requested = options.credentialSpecTransport === undefined ? undefined : parseCredentialSpecTransport(options.credentialSpecTransport);
+    const flavor = selectRuntimeFlavor(parseRuntimeFlavor(options.runtimeFlavor ?? DEFAULT_RUNTIME_FLAVOR), requested);
+    // containerd stages nothing; its hand-off is still opened, for the start-up sweep.
+    const transport = flavor.transport ?? 'file';
     const node = options.node ?? (await openNodeDirectory(options.nodeFile));
-    return { node, mode, transport, options };
+    return { node, mode, transport, flavor, adModeName: adMode.name, adModeDeprecation: adMode.deprecation, options };
   }
 
   /** Opens the credential spec hand-off under `stateDir`, sweeps leftovers, installs the identity commands. */
@@ -143,19 +158,20 @@ export class WindowsRuntime {
     /** False for a durable runtime: it sweeps once its records are reloaded (`handoff.sweep(keep)`). */
     sweepAtOpen = true,
   ): Promise<WindowsRuntime> {
-    const { node, mode, transport, options } = prepared;
+    const { node, mode, transport, flavor, options } = prepared;
     const counters = options.credentialSpecMetrics;
     const observer: CredentialSpecHandoffObserver = {
       onWritten: () => counters?.onWritten(),
       onRemoved: () => counters?.onRemoved(),
     };
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
-    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
+    const runtime = new WindowsRuntime(node, mode, handoff, flavor, options.faults, logger, load);
+    if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];
     registerIdentityCommands(commands);
     logger.info(
-      { node: node.name, nodeSource: node.source, adMode: mode, credentialSpecTransport: transport, sweptCredentialSpecs: swept.length },
+      { node: node.name, nodeSource: node.source, adMode: prepared.adModeName ?? mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
       'windows node ready',
     );
     return runtime;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { RuntimeError } from '../../../src/runtime/errors.js';
-import { CredentialSpecParser, parseCredentialSpec, MAX_CREDENTIAL_SPEC_BYTES } from '../../../src/runtime/windows/credential-spec.js';
+import { CredentialSpecParser, parseCredentialSpec, MAX_CREDENTIAL_SPEC_BYTES, OWN_CHECK_MARK } from '../../../src/runtime/windows/credential-spec.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from './kep-example.js';
 
 function rejection(text: string): RuntimeError {
@@ -126,15 +126,17 @@ describe('credential spec validation', () => {
     it(`rejects ${c.name}, naming the field`, () => {
       const err = rejection(c.text);
       expect(err.code).to.equal('InvalidArgument');
+      // Every schema-check message says it is cri-winsim's own check.
+      expect(err.message.endsWith(OWN_CHECK_MARK)).to.equal(true, err.message);
       if (c.message.endsWith(': ')) expect(err.message.startsWith(c.message)).to.equal(true, err.message);
-      else expect(err.message).to.equal(c.message);
+      else expect(err.message).to.equal(c.message + OWN_CHECK_MARK);
     });
   }
 
   it('rejects a document over 64 KiB before parsing it', () => {
     const padding = 'x'.repeat(MAX_CREDENTIAL_SPEC_BYTES);
     const err = rejection(kepExampleWith((d) => (d.Padding = padding)));
-    expect(err.message).to.match(/^invalid credential spec: size must be under 64 KiB \(got \d+ bytes\)$/);
+    expect(err.message).to.match(/^invalid credential spec: size must be under 64 KiB \(got \d+ bytes\) \(cri-winsim schema check\)$/);
   });
 
   it('counts the size in bytes, not characters', () => {

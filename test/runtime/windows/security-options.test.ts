@@ -8,7 +8,9 @@ import { CredentialSpecHandoff } from '../../../src/runtime/windows/credential-s
 import { credentialSpecFromSecurityOptions, type SecurityOptionContext } from '../../../src/runtime/windows/security-options.js';
 import { afterTidyUp } from '../../support/tidy-up.js';
 
-describe("security options (moby's credentialspec= rules)", () => {
+// moby daemon/oci_windows.go at v24.0.0 (same texts and checks through v28.5.2):
+// setWindowsCredentialSpec, readCredentialSpecFile, readCredentialSpecRegistry.
+describe("security options (moby's credentialspec= rules, moby v24.0.0 daemon/oci_windows.go)", () => {
   let stateDir: string;
   let context: SecurityOptionContext;
   beforeEach(async () => {
@@ -59,10 +61,10 @@ describe("security options (moby's credentialspec= rules)", () => {
     ['an empty value after the scheme', ['credentialspec=file://'], invalidOption],
     ['an unknown scheme', ['credentialspec=http://x'], invalidOption],
     ['config:// outside swarm', ['credentialspec=config://abc'], invalidOption],
-    ['an absolute path', ['credentialspec=file://C:\\ProgramData\\docker\\CredentialSpecs\\x.json'], 'invalid credential spec - file:// path cannot be absolute'],
-    ['a UNC path', ['credentialspec=file://\\\\server\\share\\x.json'], 'invalid credential spec - file:// path cannot be absolute'],
-    ['traversal out of the directory', ['credentialspec=file://..\\registry\\registry.json'], (ctx) => `invalid credential spec - file:// path must be under ${ctx.credentialSpecDirectory}`],
-    ['traversal to a sibling with the same prefix', ['credentialspec=file://../CredentialSpecsX/a.json'], (ctx) => `invalid credential spec - file:// path must be under ${ctx.credentialSpecDirectory}`],
+    ['an absolute path', ['credentialspec=file://C:\\ProgramData\\docker\\CredentialSpecs\\x.json'], 'invalid credential spec: file:// path cannot be absolute'],
+    ['a UNC path', ['credentialspec=file://\\\\server\\share\\x.json'], 'invalid credential spec: file:// path cannot be absolute'],
+    ['traversal out of the directory', ['credentialspec=file://..\\registry\\registry.json'], (ctx) => `invalid credential spec: file:// path must be under ${ctx.credentialSpecDirectory}`],
+    ['traversal to the parent itself', ['credentialspec=file://..'], (ctx) => `invalid credential spec: file:// path must be under ${ctx.credentialSpecDirectory}`],
     ['a valid option followed by a bad one', ['credentialspec=raw://{}', 'apparmor=x'], 'security option not supported: apparmor'],
   ];
   for (const [name, options, message] of rejected) {
@@ -76,7 +78,7 @@ describe("security options (moby's credentialspec= rules)", () => {
     const err = await rejection(['credentialspec=file://missing.json']);
     const full = join(context.credentialSpecDirectory, 'missing.json');
     expect(err.message).to.equal(
-      `credential spec for container c1 could not be read from file ${JSON.stringify(full)}: open ${full}: The system cannot find the file specified.`,
+      `failed to load credential spec for container c1: open ${full}: The system cannot find the file specified.`,
     );
   });
 
@@ -103,12 +105,28 @@ describe("security options (moby's credentialspec= rules)", () => {
   it('reports a directory with the Windows reason', async () => {
     const err = await rejection(['credentialspec=file://sub']);
     const full = join(context.credentialSpecDirectory, 'sub');
-    expect(err.message).to.equal(`credential spec for container c1 could not be read from file ${JSON.stringify(full)}: open ${full}: Is a directory.`);
+    expect(err.message).to.equal(`failed to load credential spec for container c1: open ${full}: Is a directory.`);
   });
 
   it('keeps a relative state dir relative in messages', async () => {
     const given = relative(process.cwd(), context.credentialSpecDirectory);
     const err = await rejection(['credentialspec=file://../x.json'], { ...context, credentialSpecDirectory: given });
-    expect(err.message).to.equal(`invalid credential spec - file:// path must be under ${given}`);
+    expect(err.message).to.equal(`invalid credential spec: file:// path must be under ${given}`);
+  });
+
+  it("checks the directory as a string prefix, as moby does: a sibling whose name starts the same passes the check", async () => {
+    // moby: strings.HasPrefix(filepath.Join(base, location), base). `..\CredentialSpecsX\a.json`
+    // joins to `<root>\CredentialSpecsX\a.json`, which starts with `<root>\CredentialSpecs`: no
+    // "must be under" error; the file is read from there.
+    const sibling = `${context.credentialSpecDirectory}X`;
+    await mkdir(sibling);
+    try {
+      await writeFile(join(sibling, 'a.json'), '{"from":"sibling"}');
+      expect(await credentialSpecFromSecurityOptions(['credentialspec=file://..\\CredentialSpecsX\\a.json'], context)).to.equal('{"from":"sibling"}');
+      const err = await rejection(['credentialspec=file://../CredentialSpecsX/missing.json']);
+      expect(err.message).to.equal(`failed to load credential spec for container c1: open ${join(sibling, 'missing.json')}: The system cannot find the file specified.`);
+    } finally {
+      await rm(sibling, { recursive: true, force: true });
+    }
   });
 });
