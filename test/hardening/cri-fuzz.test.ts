@@ -205,7 +205,7 @@ describe('hardening: every CRI RPC fuzzed over the socket', function () {
           const bad = badOutcome(err, false);
           if (bad !== undefined) throw new Error(`${rpc}: ${bad}`);
         }),
-        fcParameters(8),
+        fcParameters(6),
       );
       await checkHealthyAndClean();
     });
