@@ -108,11 +108,12 @@ export async function credentialSpecFiles(stateDir: string): Promise<string[]> {
 
 /** Stops and removes every pod the runtime has (and with them every container). */
 export async function removeEverything(h: HardeningRuntime): Promise<void> {
-  const { containers } = await h.call('runtime', 'ListContainers', {});
-  for (const c of containers as Array<{ id: string }>) await h.call('runtime', 'RemoveContainer', { container_id: c.id });
+  // Pods first: the container list may be too big to answer (over 16 MiB) while the pod list is not.
   const { items } = await h.call('runtime', 'ListPodSandbox', {});
   for (const pod of items as Array<{ id: string }>) {
     await h.call('runtime', 'StopPodSandbox', { pod_sandbox_id: pod.id });
     await h.call('runtime', 'RemovePodSandbox', { pod_sandbox_id: pod.id });
   }
+  const { containers } = await h.call('runtime', 'ListContainers', {});
+  for (const c of containers as Array<{ id: string }>) await h.call('runtime', 'RemoveContainer', { container_id: c.id });
 }
