@@ -5,7 +5,7 @@
 // spec file behind.
 import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
-import { MAX_STATUS_MESSAGE_LENGTH } from '../../src/cri/status.js';
+import { MAX_STATUS_MESSAGE_LENGTH, statusError } from '../../src/cri/status.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from '../runtime/windows/kep-example.js';
 import {
   BUSYBOX,
@@ -75,6 +75,15 @@ describe('hardening: extreme requests get prompt, clear answers', function () {
         expect(err.details.length).to.be.below(MAX_STATUS_MESSAGE_LENGTH + 60);
       });
     }
+
+    it('cuts a message of emoji between surrogate pairs, never inside one', () => {
+      const { details } = statusError(grpc.status.NOT_FOUND, `container "${'\u{1F600}'.repeat(3000)}" not found`);
+      const kept = details.slice(0, details.indexOf('…'));
+      expect(kept.length).to.be.at.most(MAX_STATUS_MESSAGE_LENGTH);
+      expect(() => encodeURI(kept), 'no lone surrogate left').to.not.throw();
+      expect(details).to.match(/… \(message cut: \d+ more characters\)$/);
+      expect(statusError(grpc.status.NOT_FOUND, 'short').details).to.equal('short');
+    });
 
     it('ExecSync: NOT_FOUND with a cut message', async () => {
       const err = await refused('ExecSync', { container_id: 'x'.repeat(MIB), cmd: ['echo'], timeout: '1' });
