@@ -1,5 +1,5 @@
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
-import { createConnection } from 'node:net';
+import { createConnection, createServer, type Server as NetServer } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { silentLogger, type Logger } from '../log.js';
@@ -13,6 +13,13 @@ import { serviceHandlers } from './service-handlers.js';
 
 /** Socket mode: owner and group may connect, like containerd's socket. */
 export const SOCKET_MODE = 0o660;
+/**
+ * Listen backlog of the socket: connections the kernel queues before the server accepts them.
+ * Node's default (511) makes a burst of a thousand clients fail with EAGAIN (unix sockets do not
+ * retry as TCP does); Go listeners, containerd's among them, use net.core.somaxconn (4096 on
+ * current kernels, which also caps this value).
+ */
+export const SOCKET_BACKLOG = 4096;
 /** Mode of the socket's directory when the server creates it. */
 const SOCKET_DIR_MODE = 0o750;
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000;
@@ -106,6 +113,7 @@ export class CriServer {
   private readonly imageHandlers: grpc.UntypedServiceImplementation;
   private readonly shutdownTimeoutMs: number;
   private server: grpc.Server | undefined;
+  private listener: NetServer | undefined;
   private socketPath: string | undefined;
   private closing: Promise<void> | undefined;
 
@@ -144,19 +152,23 @@ export class CriServer {
     });
     server.addService(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES), this.runtimeHandlers);
     server.addService(imageServiceDefinition(), this.imageHandlers);
+    // The server's own listener (grpc-js's bindAsync has no backlog option) hands each accepted
+    // connection to grpc-js, which serves it as it would its own.
+    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const listener = createServer((socket) => injector.injectConnection(socket));
     try {
       await new Promise<void>((resolve, reject) => {
-        server.bindAsync(unixEndpoint(path), grpc.ServerCredentials.createInsecure(), (err) => {
-          if (err) reject(new Error(`cannot listen on ${unixEndpoint(path)}: ${err.message}`));
-          else resolve();
-        });
+        listener.once('error', (err) => reject(new Error(`cannot listen on ${unixEndpoint(path)}: ${err.message}`)));
+        listener.listen({ path, backlog: SOCKET_BACKLOG }, () => resolve());
       });
       await chmod(path, SOCKET_MODE);
     } catch (err) {
+      listener.close();
       server.forceShutdown();
       await removeSocketFile(path).catch(() => undefined);
       throw err;
     }
+    this.listener = listener;
     this.server = server;
     this.socketPath = path;
     this.closing = undefined;
@@ -177,6 +189,9 @@ export class CriServer {
     const server = this.server;
     const path = this.socketPath;
     if (server === undefined || path === undefined) return;
+    // No new connections; the ones accepted are grpc-js's to drain.
+    this.listener?.close();
+    this.listener = undefined;
     this.events.endAll();
     const graceful = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), this.shutdownTimeoutMs);

@@ -42,8 +42,27 @@ export interface CriStatusError extends Partial<ServiceError> {
   message: string;
 }
 
+/**
+ * The longest status message sent, in UTF-16 code units. grpc-js sends the message
+ * percent-encoded in the trailers, and trailers over the client's header list limit (64 KiB,
+ * Node's http2 default, which grpc-js keeps) never arrive: the call hangs until its deadline. An
+ * error that quotes a huge id (a 1 MiB `pod_sandbox_id`) would do that, so longer messages are
+ * cut; 4,096 code units percent-encode to at most 36 KiB. The marker after the cut is our own text.
+ */
+export const MAX_STATUS_MESSAGE_LENGTH = 4096;
+
+function boundedMessage(details: string): string {
+  if (details.length <= MAX_STATUS_MESSAGE_LENGTH) return details;
+  let end = MAX_STATUS_MESSAGE_LENGTH;
+  // Never split a surrogate pair: a lone surrogate cannot be percent-encoded.
+  const last = details.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${details.slice(0, end)}… (message cut: ${details.length - end} more characters)`;
+}
+
 export function statusError(code: status, details: string): CriStatusError {
-  return { name: 'CriStatusError', code, details, message: details, metadata: new Metadata() };
+  const message = boundedMessage(details);
+  return { name: 'CriStatusError', code, details: message, message, metadata: new Metadata() };
 }
 
 /** Whether an error is one the server expected (a mapped runtime error) rather than a bug. */

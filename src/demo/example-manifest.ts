@@ -10,6 +10,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { MAX_YAML_NESTING, yamlNestingDepth } from '../yaml-nesting.js';
 import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
 import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
 import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS, type RuntimeFlavorName } from '../runtime/runtime-flavor.js';
@@ -184,6 +185,7 @@ interface RawManifest {
 /** Parses and checks an expect.yaml text; paths are resolved against the file's directory. */
 export async function parseExampleManifest(file: string, text: string): Promise<ExampleManifest> {
   let data: unknown;
+  if (yamlNestingDepth(text) > MAX_YAML_NESTING) throw new ExampleManifestError(file, `not valid YAML: nested more than ${MAX_YAML_NESTING} levels deep`);
   try {
     data = parseYaml(text);
   } catch (err) {

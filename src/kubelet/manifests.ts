@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
+import { MAX_YAML_NESTING, yamlNestingDepth } from '../yaml-nesting.js';
 import type { V1ObjectMeta, V1Pod, V1PodTemplateSpec } from '@kubernetes/client-node';
 import { manifestKinds, strictDecodingError, unknownFields, unknownFieldWarning, withoutNulls, type FieldValidation } from './api-decoding.js';
 import { formatFieldError, invalid, notSupported, required, type FieldError } from './field-errors.js';
@@ -55,6 +56,10 @@ export interface ParsedDocument {
 export function parseDocuments(file: string, text: string): { documents: ParsedDocument[]; errors: ManifestError[] } {
   const documents: ParsedDocument[] = [];
   const errors: ManifestError[] = [];
+  if (yamlNestingDepth(text) > MAX_YAML_NESTING) {
+    errors.push(new ManifestError({ file, document: 1 }, `invalid YAML: nested more than ${MAX_YAML_NESTING} levels deep`));
+    return { documents, errors };
+  }
   parseAllDocuments(text, { prettyErrors: false }).forEach((doc, i) => {
     const source = { file, document: i + 1 };
     if (!('errors' in doc)) return; // an empty stream after the last separator
@@ -65,7 +70,14 @@ export function parseDocuments(file: string, text: string): { documents: ParsedD
       errors.push(new ManifestError(source, `invalid YAML: ${firstLine(yamlError.message)}${at}`));
       return;
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      // An alias bomb: the yaml package refuses it with a ReferenceError.
+      errors.push(new ManifestError(source, `invalid YAML: ${firstLine((err as Error).message)}`));
+      return;
+    }
     if (value === null || value === undefined) return;
     documents.push({ source, value });
   });

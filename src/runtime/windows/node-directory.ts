@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { MAX_YAML_NESTING, yamlNestingDepth } from '../../yaml-nesting.js';
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
 import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
@@ -266,15 +267,20 @@ export function validateNodeFile(data: unknown, source: string): NodeFile {
 /** Parses node file text (YAML or JSON). `source` is the path as the user gave it, for messages. */
 export function parseNodeFile(text: string, source: string): NodeDirectory {
   let data: unknown;
+  if (yamlNestingDepth(text) > MAX_YAML_NESTING) {
+    throw new RuntimeError('InvalidArgument', `${source}: not valid YAML: nested more than ${MAX_YAML_NESTING} levels deep`);
+  }
   try {
-    data = parseYaml(text);
+    // logLevel error: a warning (an unknown directive) is not printed on the runtime's stderr.
+    data = parseYaml(text, { logLevel: 'error' });
   } catch (err) {
     if (err instanceof YAMLParseError) {
       const line = err.linePos?.[0]?.line;
       const firstLine = err.message.split('\n')[0] ?? err.message;
       throw new RuntimeError('InvalidArgument', `${source}${line === undefined ? '' : `:${line}`}: not valid YAML: ${firstLine}`);
     }
-    throw err;
+    // An alias bomb: the yaml package refuses it with a ReferenceError.
+    throw new RuntimeError('InvalidArgument', `${source}: not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }
   return new NodeDirectory(validateNodeFile(data, source), source);
 }
