@@ -107,7 +107,7 @@ describe('npm package', function () {
     if (installedIn === undefined) throw new Error('the package was not installed (see the test before)');
     const res = await runProcess('npx', ['--no', 'cri-winsim', 'demo'], { cwd: installedIn, env: plainEnvironment(), killAfterMs: RUN_TIMEOUT_MS });
     expect(res.code, describeResult(res)).to.equal(0);
-    expect(res.stdout).to.match(/^POD\s+CONTAINER\s+DESIGN\s+USER\s+GMSA\s+OUTCOME\s+AS EXPECTED\s+MESSAGE$/m);
+    expect(res.stdout).to.match(/^POD\s+CONTAINER\s+DESIGN\s+FLAVOR\s+USER\s+GMSA\s+OUTCOME\s+AS EXPECTED\s+MESSAGE$/m);
     expect(res.stdout).to.match(/^webapp-gmsa\s+iis\s+.*DEMO\\WebApplication1\s+Running\s+yes/m);
     expect(res.stdout).to.match(/^(\d+) of \1 results as expected\.$/m);
   });
