@@ -121,9 +121,9 @@ describe('hardening: extreme requests get prompt, clear answers', function () {
     }, 10_000);
 
     const cases: Array<[string, string, RegExp]> = [
-      ['20,000 nested arrays', `${'['.repeat(20000)}${']'.repeat(20000)}`, /^invalid credential spec: the document must be an object, not an array$/],
-      ['3,000 nested objects', `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`, /^invalid credential spec: CmsPlugins is required$/],
-      ['10 MB of JSON', JSON.stringify({ Big: 'x'.repeat(10_000_000) }), /^invalid credential spec: size must be under 64 KiB \(got \d+ bytes\)$/],
+      ['20,000 nested arrays', `${'['.repeat(20000)}${']'.repeat(20000)}`, /^invalid credential spec: the document must be an object, not an array \(cri-winsim schema check\)$/],
+      ['3,000 nested objects', `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`, /^invalid credential spec: CmsPlugins is required \(cri-winsim schema check\)$/],
+      ['10 MB of JSON', JSON.stringify({ Big: 'x'.repeat(10_000_000) }), /^invalid credential spec: size must be under 64 KiB \(got \d+ bytes\) \(cri-winsim schema check\)$/],
       ['an unterminated string', '"abc', /^invalid credential spec: not valid JSON: /],
     ];
     for (const [what, spec, message] of cases) {
