@@ -387,7 +387,8 @@ async function spawnUntil(program: string, args: readonly string[], ready: RegEx
   return { child, lines };
 }
 
-const pause = { name: 'app', image: 'mcr.microsoft.com/windows/servercore:ltsc2019', command: ['ping', '-t', 'localhost'] };
+// The Windows pause image (entrypoint /pause.exe: waits for a signal, writes nothing), as kwok's pods run pause.
+const pause = { name: 'app', image: 'mcr.microsoft.com/oss/kubernetes/pause:3.10' };
 
 async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
   const load0 = loadavg();

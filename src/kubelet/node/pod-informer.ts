@@ -90,7 +90,9 @@ export class PodInformer {
     const byNode = new Map<string, V1Pod[]>();
     for (const pod of items) {
       const node = pod.spec?.nodeName ?? '';
-      byNode.set(node, [...(byNode.get(node) ?? []), pod]);
+      const pods = byNode.get(node);
+      if (pods === undefined) byNode.set(node, [pod]);
+      else pods.push(pod);
     }
     for (const [node, handler] of this.handlers) handler.onRelist(byNode.get(node) ?? []);
   }
