@@ -314,6 +314,35 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
   };
 }
 
+/** apiserver_request_total by `VERB resource[/subresource]`, from the API server's /metrics. */
+async function requestCounts(api: ApiClient): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  let text: string;
+  try {
+    text = await api.requestText('/metrics');
+  } catch (err) {
+    log(`metrics: ${(err as Error).message}`);
+    return counts;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const label = (name: string): string => new RegExp(`[{,]${name}="([^"]*)"`).exec(line)?.[1] ?? '';
+    const key = `${label('verb')} ${label('resource')}${label('subresource') === '' ? '' : `/${label('subresource')}`}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+
+/** What the API server served during a run, by verb and resource, largest first (the bench's own requests included). */
+function requestDelta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const delta: [string, number][] = [];
+  for (const [key, n] of after) {
+    const d = n - (before.get(key) ?? 0);
+    if (d > 0) delta.push([key, d]);
+  }
+  return Object.fromEntries(delta.sort((a, b) => b[1] - a[1]).slice(0, 15));
+}
+
 interface RunResult {
   simulator: 'cri-winsim' | 'kwok';
   nodes: number;
@@ -325,6 +354,7 @@ interface RunResult {
   cpuSeconds: number;
   pods: PodWorkload;
   leases: Awaited<ReturnType<LeaseWatch['stop']>>;
+  apiRequests: Record<string, number>;
   loadAverage: { start: number[]; end: number[] };
 }
 
@@ -392,6 +422,7 @@ const pause = { name: 'app', image: 'mcr.microsoft.com/oss/kubernetes/pause:3.10
 
 async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
   const load0 = loadavg();
+  const requests0 = await requestCounts(api);
   const prefix = 'win';
   const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `${prefix}-${i + 1}`));
   const leases = new LeaseWatch(api, names);
@@ -436,6 +467,7 @@ async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: st
       cpuSeconds,
       pods,
       leases: leaseFigures,
+      apiRequests: requestDelta(requests0, await requestCounts(api)),
       loadAverage: { start: load0, end: loadavg() },
     };
   } finally {
@@ -447,6 +479,7 @@ async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: st
 
 async function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
   const load0 = loadavg();
+  const requests0 = await requestCounts(api);
   const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `kwok-${i + 1}`));
   const leases = new LeaseWatch(api, names);
   leases.start();
@@ -502,6 +535,7 @@ async function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: st
       cpuSeconds,
       pods,
       leases: leaseFigures,
+      apiRequests: requestDelta(requests0, await requestCounts(api)),
       loadAverage: { start: load0, end: loadavg() },
     };
   } finally {
@@ -562,7 +596,8 @@ async function main(): Promise<void> {
   const report = { when: new Date().toISOString(), cpus: cpus().length, options: { nodes: opts.nodes, pods: opts.pods, rate: opts.rate, nodeArgs: opts.nodeArgs }, results, targets };
   mkdirSync(dirname(opts.out), { recursive: true });
   writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`\n${table(results)}\n\n${JSON.stringify(targets, null, 2)}\nresults: ${opts.out}\n`);
+  for (const r of results) process.stdout.write(`\n${r.simulator}: API requests during the run ${JSON.stringify(r.apiRequests)}`);
+  process.stdout.write(`\n\n${table(results)}\n\n${JSON.stringify(targets, null, 2)}\nresults: ${opts.out}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -149,6 +149,16 @@ export class ApiClient implements ApiRequester {
     return this.request<T>('GET', path);
   }
 
+  /** A GET whose answer is text (`/metrics`); an ApiError unless 2xx. */
+  async requestText(path: string): Promise<string> {
+    const res = await this.send('GET', path, undefined, undefined);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw new ApiError(res.statusCode ?? 0, `GET ${path}: ${res.statusCode} ${text.trim()}`);
+    return text;
+  }
+
   /**
    * Streams a watch until the server ends it, the signal aborts, or onEvent throws. Resolves when
    * the stream ends (the caller watches again from the last resource version).

@@ -137,6 +137,8 @@ export class PodInformer {
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
+          // The watch refused at once (HTTP 410) rather than by an ERROR event: the same relist.
+          this.logger.info({ resourceVersion: this.resourceVersion }, 'pod watch: resource version too old (410 Gone); listing again');
           listed = false;
           continue;
         }
