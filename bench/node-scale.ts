@@ -370,8 +370,18 @@ async function nodesReady(api: ApiClient, selector: string, count: number, deadl
 }
 
 async function cleanUp(api: ApiClient, nodeSelector: string): Promise<void> {
-  // Grace 0: the pods leave etcd at once (their nodes are gone; nothing would finish a graceful deletion).
-  await api.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/pods`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 });
+  // Grace 0: the pods leave etcd at once (their nodes are gone; nothing would finish a graceful
+  // deletion). Ten thousand take longer than one request's 30 s: again until none is left.
+  const until = Date.now() + 5 * 60_000;
+  for (;;) {
+    try {
+      await api.request('DELETE', `/api/v1/namespaces/${NAMESPACE}/pods`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 });
+    } catch (err) {
+      log(`deleting the pods: ${(err as Error).message}; again`);
+    }
+    const left = await api.get<{ items: unknown[] }>(`/api/v1/namespaces/${NAMESPACE}/pods?limit=1`);
+    if (left.items.length === 0 || Date.now() > until) break;
+  }
   await api.request('DELETE', `/api/v1/nodes?labelSelector=${encodeURIComponent(nodeSelector)}`);
   await api.request('DELETE', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases');
 }
