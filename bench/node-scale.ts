@@ -30,6 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ApiClient } from '../src/kubelet/node/api-client.js';
+import { NODE_FLAGS } from '../src/node-flags.js';
 import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
 import { toolsBinDir } from '../test/support/paths.js';
 
@@ -443,7 +444,8 @@ async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: st
   log(`cri-winsim node --nodes ${opts.nodes}: starting`);
   const { child, lines } = await spawnUntil(
     process.execPath,
-    [...nodeFlags, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
+    // The node flags the `cri-winsim` launcher adds (src/node-flags.ts), as a user's process has them.
+    [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
     // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
     undefined,
     60_000,
