@@ -189,12 +189,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   if (options.authorizationMode !== 'Webhook' && options.authorizationMode !== 'AlwaysAllow') {
     throw new Error(`--authorization-mode: ${JSON.stringify(options.authorizationMode)} is not Webhook or AlwaysAllow`);
   }
-  const limits = {
-    qps: rate('--kube-api-qps', options.kubeApiQps),
-    burst: burst('--kube-api-burst', options.kubeApiBurst),
-    eventQps: rate('--event-qps', options.eventQps),
-    eventBurst: burst('--event-burst', options.eventBurst),
-  };
+  const limits = clientLimits(options);
   const informer = new PodInformer(api, logger.child({ component: 'pod-informer' }));
   // Lease renewals and status checks of every node on one timer.
   const wheel = new TimerWheel();
@@ -264,6 +259,16 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   return { stop: stopAll };
 }
 
+/** --kube-api-qps/--kube-api-burst and --event-qps/--event-burst, checked before anything starts. */
+function clientLimits(options: NodeModeOptions): { qps: number; burst: number; eventQps: number; eventBurst: number } {
+  return {
+    qps: rate('--kube-api-qps', options.kubeApiQps),
+    burst: burst('--kube-api-burst', options.kubeApiBurst),
+    eventQps: rate('--event-qps', options.eventQps),
+    eventBurst: burst('--event-burst', options.eventBurst),
+  };
+}
+
 /** A QPS flag: a number; 0 is client-go's default (5), a negative one disables the limit. */
 function rate(flag: string, value: string): number {
   const n = Number(value);
@@ -308,6 +313,7 @@ function identityFor(name: string, index: number, count: number, osBuild: string
 /** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
 export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const names = nodeNames(options);
+  clientLimits(options);
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
   const api = await connectApi(options);
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
@@ -384,6 +390,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
  */
 export async function runNodeKubelet(options: NodeModeOptions & { containerRuntimeEndpoint: string; rootDir?: string }): Promise<void> {
   const names = nodeNames({ ...options, nodes: undefined });
+  clientLimits(options);
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-kubelet' });
   const api = await connectApi(options);
   const cri = createCriClient(options.containerRuntimeEndpoint);

@@ -1,6 +1,12 @@
 // The pieces that keep many simulated nodes cheap: the process's one timer wheel (lease and status
 // ticks) and each node's client token bucket (client-go flowcontrol's, --kube-api-qps/-burst).
 import { expect } from 'chai';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cliPath } from '../support/paths.js';
+import { runProcess } from '../support/process.js';
 import { RateLimitedApi, rateLimited, type ApiRequester } from '../../src/kubelet/node/api-client.js';
 import { TimerWheel } from '../../src/kubelet/node/timer-wheel.js';
 
@@ -82,4 +88,24 @@ describe('RateLimitedApi (a node client token bucket)', () => {
     expect(rateLimited(inner, -1, 0)).to.equal(inner);
     expect(rateLimited(inner, 5, 10)).to.be.instanceOf(RateLimitedApi);
   });
+});
+
+describe('node mode: client limit flags', function () {
+  this.timeout(30_000);
+  for (const [flag, value, text] of [
+    ['--kube-api-qps', 'abc', 'error: --kube-api-qps: "abc" is not a number'],
+    ['--event-burst', '1.5', 'error: --event-burst: "1.5" is not a whole number'],
+  ] as const) {
+    it(`${flag} ${value}: names the flag before anything starts (no state dir)`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'cwn-qps-'));
+      try {
+        const res = await runProcess(process.execPath, [cliPath, 'node', '--kubeconfig', join(dir, 'missing.kubeconfig'), '--hostname-override', 'w1', '--state-dir', join(dir, 's'), flag, value], { killAfterMs: 20_000 });
+        expect(res.code).to.equal(1);
+        expect(res.stderr.trim()).to.equal(text);
+        expect(existsSync(join(dir, 's'))).to.equal(false);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });
