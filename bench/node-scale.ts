@@ -230,6 +230,8 @@ interface PodWorkload {
   latencyS: { p50: number; p90: number; p99: number; max: number };
   /** Pods whose node was not one of the run's. */
   misplaced: number;
+  /** p99 start-up latency of each slice of a thousand pods, in creation order (a backlog shows here). */
+  p99ByThousandS: number[];
 }
 
 /** Creates `count` pods at `rate`/s and waits (bounded) for each to be seen Running through a watch. */
@@ -303,6 +305,16 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
   await watching;
   const latencies = [...runningAt].map(([name, at]) => (at - (sentAt.get(name) ?? at)) / 1000).sort((a, b) => a - b);
   const last = Math.max(...runningAt.values());
+  const p99ByThousandS: number[] = [];
+  for (let from = 0; from < count; from += 1000) {
+    const slice: number[] = [];
+    for (let i = from; i < Math.min(count, from + 1000); i++) {
+      const at = runningAt.get(`${run}-${i}`);
+      const sent = sentAt.get(`${run}-${i}`);
+      if (at !== undefined && sent !== undefined) slice.push((at - sent) / 1000);
+    }
+    p99ByThousandS.push(percentile(slice.sort((a, b) => a - b), 99));
+  }
   const spanS = (last - start) / 1000;
   return {
     created: expected,
@@ -312,6 +324,7 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
     runningPerSecond: runningAt.size / spanS,
     latencyS: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] ?? NaN },
     misplaced,
+    p99ByThousandS,
   };
 }
 
@@ -568,6 +581,7 @@ function table(results: readonly RunResult[]): string {
     ['pods Running / created', (r) => `${r.pods.running} / ${r.pods.created}${r.pods.createErrors > 0 ? ` (${r.pods.createErrors} create errors)` : ''}`],
     ['pods Running per second', (r) => r.pods.runningPerSecond.toFixed(2)],
     ['start-up p50 / p99 / max', (r) => `${r.pods.latencyS.p50.toFixed(2)} / ${r.pods.latencyS.p99.toFixed(2)} / ${r.pods.latencyS.max.toFixed(2)} s`],
+    ['p99 per thousand pods, in creation order', (r) => r.pods.p99ByThousandS.map((v) => v.toFixed(1)).join(' ')],
     ['pods on a node not of the run', (r) => String(r.pods.misplaced)],
     ['lease: max gap (p99 of per-node max)', (r) => `${r.leases.maxGapS.toFixed(1)} s (${r.leases.p99NodeMaxGapS.toFixed(1)} s)`],
     ['lease: nodes lapsed (> 40 s) / never renewed', (r) => `${r.leases.lapsed} / ${r.leases.neverRenewed}`],
