@@ -240,8 +240,6 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
   const runningAt = new Map<string, number>();
   let misplaced = 0;
   const abort = new AbortController();
-  let allRunning!: () => void;
-  const done = new Promise<void>((r) => (allRunning = r));
   // The watch starts from the (empty) list of this run's pods, before the first create.
   const selector = `labelSelector=${encodeURIComponent(`bench-run=${run}`)}`;
   const list = await api.get<{ metadata: { resourceVersion: string } }>(`/api/v1/namespaces/${NAMESPACE}/pods?${selector}&limit=1`);
@@ -258,7 +256,6 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
             if (event.object.status?.phase !== 'Running' || runningAt.has(name)) return;
             runningAt.set(name, Date.now());
             if (!nodes.has(event.object.spec?.nodeName ?? '')) misplaced++;
-            if (runningAt.size === count) allRunning();
           },
           abort.signal,
         );
@@ -295,10 +292,8 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
   if (runningAt.size < expected) {
     log(`all ${expected} pods created; waiting for them to be Running (${runningAt.size} so far)`);
     const progress = setInterval(() => log(`${runningAt.size}/${expected} Running`), 15_000);
-    // `count` is what allRunning waits for; with create errors it is never reached: poll instead.
-    await Promise.race([done, sleep(Math.max(0, deadline - Date.now())), (async () => {
-      while (runningAt.size < expected && Date.now() < deadline) await sleep(500);
-    })()]);
+    // Polled (no timer left waiting for the deadline keeps the process alive afterwards).
+    while (runningAt.size < expected && Date.now() < deadline) await sleep(200);
     clearInterval(progress);
   }
   abort.abort();
