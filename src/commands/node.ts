@@ -24,6 +24,7 @@ import { KubeletNode } from '../kubelet/node/kubelet-node.js';
 import { quantityBytes, type NodeIdentity } from '../kubelet/node/node-controller.js';
 import { SyncLimiter } from '../kubelet/node/pod-controller.js';
 import { NodeDeletionWatch, PodInformer } from '../kubelet/node/pod-informer.js';
+import { TimerWheel } from '../kubelet/node/timer-wheel.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { DEFAULT_STATE_DIR } from './runtime.js';
 import { withExamples } from './help-examples.js';
@@ -47,6 +48,10 @@ export interface NodeModeOptions {
   registerWithTaints?: string;
   nodeStatusUpdateFrequency: string;
   runtimeRequestTimeout: string;
+  kubeApiQps: string;
+  kubeApiBurst: string;
+  eventQps: string;
+  eventBurst: string;
   cpu: string;
   memory: string;
   ephemeralStorage: string;
@@ -191,7 +196,10 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   if (options.authorizationMode !== 'Webhook' && options.authorizationMode !== 'AlwaysAllow') {
     throw new Error(`--authorization-mode: ${JSON.stringify(options.authorizationMode)} is not Webhook or AlwaysAllow`);
   }
+  const limits = clientLimits(options);
   const informer = new PodInformer(api, logger.child({ component: 'pod-informer' }));
+  // Lease renewals and status checks of every node on one timer.
+  const wheel = new TimerWheel();
   const nodeWatch = new NodeDeletionWatch(api, logger.child({ component: 'node-watch' }));
   // Pod syncs under way at once, across every node of the process.
   const limiter = new SyncLimiter(32);
@@ -201,6 +209,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
   const servers: { close(): Promise<void> }[] = [];
   const stopAll = async (): Promise<void> => {
     for (const k of kubelets) k.stop();
+    wheel.stop();
     await informer.stop();
     await nodeWatch.stop();
     await Promise.all(servers.map((s) => s.close().catch((err: unknown) => logger.error({ err }, 'closing a kubelet server failed'))));
@@ -241,7 +250,8 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         callTimeoutMs,
         nodeCpuCount: Number(plan.identity.cpu),
         logger,
-        nodeController: { statusUpdateMs },
+        nodeController: { statusUpdateMs, wheel },
+        limits,
       });
       kubelets.push(kubelet);
     }
@@ -254,6 +264,30 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
     throw err;
   }
   return { stop: stopAll };
+}
+
+/** --kube-api-qps/--kube-api-burst and --event-qps/--event-burst, checked before anything starts. */
+function clientLimits(options: NodeModeOptions): { qps: number; burst: number; eventQps: number; eventBurst: number } {
+  return {
+    qps: rate('--kube-api-qps', options.kubeApiQps),
+    burst: burst('--kube-api-burst', options.kubeApiBurst),
+    eventQps: rate('--event-qps', options.eventQps),
+    eventBurst: burst('--event-burst', options.eventBurst),
+  };
+}
+
+/** A QPS flag: a number; 0 is client-go's default (5), a negative one disables the limit. */
+function rate(flag: string, value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new Error(`${flag}: ${JSON.stringify(value)} is not a number`);
+  return n === 0 ? 5 : n;
+}
+
+/** A burst flag: a whole number ≥ 0; 0 is client-go's default (10). */
+function burst(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value)) throw new Error(`${flag}: ${JSON.stringify(value)} is not a whole number`);
+  return n === 0 ? 10 : n;
 }
 
 function identityFor(name: string, index: number, count: number, osBuild: string, options: NodeModeOptions): NodeIdentity {
@@ -286,6 +320,7 @@ function identityFor(name: string, index: number, count: number, osBuild: string
 /** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
 export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const names = nodeNames(options);
+  clientLimits(options);
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
   const api = await connectApi(options);
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
@@ -367,6 +402,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
  */
 export async function runNodeKubelet(options: NodeModeOptions & { containerRuntimeEndpoint: string; rootDir?: string }): Promise<void> {
   const names = nodeNames({ ...options, nodes: undefined });
+  clientLimits(options);
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-kubelet' });
   const api = await connectApi(options);
   const cri = createCriClient(options.containerRuntimeEndpoint);
@@ -418,6 +454,10 @@ export function nodeModeOptions(command: Command): Command {
   add('--register-with-taints <taints>', 'taints at registration: key=value:Effect,…');
   add('--node-status-update-frequency <duration>', 'how often the node status is computed (posted when changed, or every 5m)', '10s');
   add('--runtime-request-timeout <duration>', 'deadline of each CRI call', '2m');
+  add('--kube-api-qps <qps>', "each node's API requests per second (a negative value: no limit)", '50');
+  add('--kube-api-burst <n>', "each node's API requests in a burst", '100');
+  add('--event-qps <qps>', "each node's event posts per second (a negative value: no limit)", '50');
+  add('--event-burst <n>', "each node's event posts in a burst", '100');
   add('--cpu <n>', 'cpu capacity reported (cri-winsim flag)', '4');
   add('--memory <quantity>', 'memory capacity reported (cri-winsim flag)', '16Gi');
   add('--ephemeral-storage <quantity>', 'ephemeral-storage capacity reported (cri-winsim flag)', '100Gi');

@@ -39,7 +39,14 @@ export interface ApiClientSource {
 
 const requestTimeoutMs = 30_000;
 
-export class ApiClient {
+/** What a controller needs of a client: single requests (a node's own view, rate-limited). */
+export interface ApiRequester {
+  readonly description: string;
+  request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T>;
+  get<T>(path: string): Promise<T>;
+}
+
+export class ApiClient implements ApiRequester {
   private constructor(
     /** For errors and logs: the kubeconfig and server it names. */
     readonly description: string,
@@ -142,6 +149,16 @@ export class ApiClient {
     return this.request<T>('GET', path);
   }
 
+  /** A GET whose answer is text (`/metrics`); an ApiError unless 2xx. */
+  async requestText(path: string): Promise<string> {
+    const res = await this.send('GET', path, undefined, undefined);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw new ApiError(res.statusCode ?? 0, `GET ${path}: ${res.statusCode} ${text.trim()}`);
+    return text;
+  }
+
   /**
    * Streams a watch until the server ends it, the signal aborts, or onEvent throws. Resolves when
    * the stream ends (the caller watches again from the last resource version).
@@ -188,3 +205,51 @@ function pick<T extends object, K extends keyof T>(object: T, keys: readonly K[]
 export const isNotFound = (err: unknown): boolean => err instanceof ApiError && err.status === 404;
 export const isConflict = (err: unknown): boolean => err instanceof ApiError && err.status === 409;
 export const isGone = (err: unknown): boolean => err instanceof ApiError && err.status === 410;
+
+/**
+ * client-go's token bucket (flowcontrol.NewTokenBucketRateLimiter): `qps` tokens a second, at most
+ * `burst` saved; a request takes one, waiting for it in turn when none is left. A kubelet's client
+ * has one (--kube-api-qps 50, --kube-api-burst 100) and its event recorder another (--event-qps
+ * 50, --event-burst 100); each simulated node gets its own, as each real kubelet has its own, over
+ * the process's one connection pool.
+ */
+export class RateLimitedApi implements ApiRequester {
+  private tokens: number;
+  private last = Date.now();
+
+  constructor(
+    private readonly api: ApiRequester,
+    private readonly qps: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+
+  get description(): string {
+    return this.api.description;
+  }
+
+  /** Milliseconds until this request's token (reserved now; a negative balance is the queue). */
+  private reserve(): number {
+    const now = Date.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.qps) / 1000);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
+    const wait = this.reserve();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    return this.api.request<T>(method, path, body, contentType);
+  }
+
+  get<T>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+}
+
+/** A client limited to qps/burst; a negative qps means no limit (client-go: QPS < 0 disables it). */
+export function rateLimited(api: ApiRequester, qps: number, burst: number): ApiRequester {
+  return qps < 0 ? api : new RateLimitedApi(api, qps, Math.max(1, burst));
+}

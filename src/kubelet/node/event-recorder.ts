@@ -2,13 +2,17 @@
  * Events about pods, posted as the kubelet's recorder posts them (client-go tools/record):
  * source component `kubelet` and host the node, involvedObject the pod (with
  * `spec.containers{name}` for a container), a repeat of the same event within the cache patches
- * count and lastTimestamp of the first instead of creating another. Posting is best effort: a
- * failure is logged, never fails a pod sync.
+ * count and lastTimestamp of the first instead of creating another. Posting is best effort and,
+ * as the broadcaster's, asynchronous: a pod sync hands its events over and goes on to its status
+ * (which no event waits in front of); they are posted in order, at the recorder's own rate
+ * (--event-qps/--event-burst), and beyond `maxPending` waiting ones, dropped with a warning, as
+ * client-go's broadcaster drops them when its queue is full. A failure is logged, never fails a
+ * pod sync.
  */
 import { randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
-import type { ApiClient } from './api-client.js';
+import type { ApiRequester } from './api-client.js';
 import { errorText } from './node-controller.js';
 import type { PodEvent } from '../pod-worker.js';
 
@@ -18,20 +22,39 @@ interface Posted {
 }
 
 const maxCached = 4096;
+/** client-go's broadcaster queue (maxQueuedEvents 1000). */
+const maxPending = 1000;
 const time = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export class EventRecorder {
   private readonly posted = new Map<string, Posted>();
+  private tail: Promise<void> = Promise.resolve();
+  private pending = 0;
+  private dropped = 0;
 
   constructor(
-    private readonly api: ApiClient,
+    private readonly api: ApiRequester,
     private readonly nodeName: string,
     private readonly logger: Logger,
   ) {}
 
-  /** Posts the events of one pod, in order; resolves when they are sent (or failed). */
-  async record(pod: V1Pod, events: readonly PodEvent[]): Promise<void> {
-    for (const event of events) await this.post(pod, event);
+  /** Queues the events of one pod, to be posted in order; returns at once. */
+  record(pod: V1Pod, events: readonly PodEvent[]): void {
+    for (const event of events) {
+      if (this.pending >= maxPending) {
+        if (this.dropped++ % 100 === 0) this.logger.warn({ node: this.nodeName, dropped: this.dropped }, 'event queue full; dropping events');
+        continue;
+      }
+      this.pending++;
+      this.tail = this.tail.then(() => this.post(pod, event)).finally(() => {
+        this.pending--;
+      });
+    }
+  }
+
+  /** Resolves once the events queued so far are posted (or failed). */
+  async flushed(): Promise<void> {
+    await this.tail;
   }
 
   private async post(pod: V1Pod, event: PodEvent): Promise<void> {

@@ -1,12 +1,13 @@
 /**
  * One simulated node's kubelet in node mode: its NodeController (Node, Lease, status) and its
  * PodController (pods bound to it), over one CRI client. Several of them share a process, an API
- * client, a pod informer and a sync limiter; each has only its lease and status timers.
+ * client (its connection pool), a pod informer, a node watch, a sync limiter and a timer wheel;
+ * each has only its own rate limits (a real kubelet's client QPS and event QPS) and state.
  */
 import type { Logger } from '../../log.js';
 import type { CriClient } from '../../cri/proto.js';
 import { ImagePulls } from '../pod-worker.js';
-import type { ApiClient } from './api-client.js';
+import { rateLimited, type ApiClient } from './api-client.js';
 import { EventRecorder } from './event-recorder.js';
 import { NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
 import { PodController, type SyncLimiter } from './pod-controller.js';
@@ -26,6 +27,8 @@ export interface KubeletNodeOptions {
   readonly logger: Logger;
   readonly nodeController?: NodeControllerOptions;
   readonly backoffInitialMs?: number;
+  /** --kube-api-qps/--kube-api-burst and --event-qps/--event-burst (default the kubelet's 50/100 each). */
+  readonly limits?: { readonly qps: number; readonly burst: number; readonly eventQps: number; readonly eventBurst: number };
 }
 
 export class KubeletNode {
@@ -34,8 +37,11 @@ export class KubeletNode {
 
   constructor(private readonly options: KubeletNodeOptions) {
     const logger = options.logger.child({ node: options.identity.name });
-    this.nodeController = new NodeController(options.api, options.cri, options.identity, logger, options.nodeController);
-    this.podController = new PodController(options.api, options.cri, new EventRecorder(options.api, options.identity.name, logger), logger, {
+    const limits = options.limits ?? { qps: 50, burst: 100, eventQps: 50, eventBurst: 100 };
+    const api = rateLimited(options.api, limits.qps, limits.burst);
+    const events = rateLimited(options.api, limits.eventQps, limits.eventBurst);
+    this.nodeController = new NodeController(api, options.cri, options.identity, logger, options.nodeController);
+    this.podController = new PodController(api, options.cri, new EventRecorder(events, options.identity.name, logger), logger, {
       nodeName: options.identity.name,
       nodeIp: options.identity.nodeIp,
       maxPods: options.identity.maxPods,

@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { V1Node, V1NodeCondition, V1Taint } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
 import { unaryCall, type CriClient } from '../../cri/proto.js';
-import { ApiError, isConflict, isNotFound, type ApiClient } from './api-client.js';
+import { ApiError, isConflict, isNotFound, type ApiRequester } from './api-client.js';
+import { TimerWheel, type WheelTask } from './timer-wheel.js';
 
 /** The kubelet version this node reports (the release its behaviour follows). */
 export const kubeletVersion = 'v1.34.12';
@@ -42,6 +43,8 @@ export interface NodeControllerOptions {
   /** First retry delay and its cap while the API server fails. */
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
+  /** The process's timer wheel (one timer for every node); default: one of its own. */
+  readonly wheel?: TimerWheel;
 }
 
 const leaseNamespace = 'kube-node-lease';
@@ -78,18 +81,25 @@ export class NodeController {
   private lastReportAt = 0;
   /** Condition type → [status, lastTransitionTime]. */
   private readonly transitions = new Map<string, { status: string; at: string }>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly tasks = new Set<WheelTask>();
+  private readonly wheel: TimerWheel;
+  private readonly ownWheel: boolean;
+  /** The Lease as last written (nodelease's latestLease): renewed from it without a GET. */
+  private latestLease: { metadata?: { resourceVersion?: string } } | undefined;
   private stopped = false;
   private statusFailures = 0;
   private leaseFailures = 0;
 
   constructor(
-    private readonly api: ApiClient,
+    private readonly api: ApiRequester,
     private readonly cri: CriClient,
     readonly identity: NodeIdentity,
     private readonly logger: Logger,
     private readonly options: NodeControllerOptions = {},
-  ) {}
+  ) {
+    this.ownWheel = options.wheel === undefined;
+    this.wheel = options.wheel ?? new TimerWheel();
+  }
 
   /** The Node's UID once registered (the Lease's owner). */
   get uid(): string {
@@ -105,18 +115,30 @@ export class NodeController {
 
   stop(): void {
     this.stopped = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
+    for (const task of this.tasks) task.cancel();
+    this.tasks.clear();
+    if (this.ownWheel) this.wheel.stop();
   }
 
   private schedule(fn: () => Promise<void>, delayMs: number): void {
     if (this.stopped) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
+    const task = this.wheel.schedule(() => {
+      this.tasks.delete(task);
       void fn();
     }, delayMs);
-    this.timers.add(timer);
+    this.tasks.add(task);
   }
+
+  /**
+   * The next period: the first one is shortened at random, so that nodes registered together
+   * (a thousand in one process) do not renew or check in the same instant ever after.
+   */
+  private period(every: number, first: boolean): number {
+    return first ? Math.round(every * (0.5 + Math.random() * 0.5)) : every;
+  }
+
+  private statusTicks = 0;
+  private leaseTicks = 0;
 
   private backoff(failures: number): number {
     const initial = this.options.retryInitialMs ?? 200;
@@ -270,7 +292,7 @@ export class NodeController {
       }
       if (this.statusFailures > 0) this.logger.info({ node: this.identity.name, after: this.statusFailures }, 'node status updated again');
       this.statusFailures = 0;
-      this.schedule(() => this.statusTick(), every);
+      this.schedule(() => this.statusTick(), this.period(every, this.statusTicks++ === 0));
     } catch (err) {
       if (isNotFound(err)) {
         // The Node was deleted: register it again (the kubelet's registration runs again).
@@ -305,17 +327,30 @@ export class NodeController {
     const every = duration * 250; // nodeLeaseRenewIntervalFraction 0.25
     const path = `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${this.identity.name}`;
     try {
-      let existing: { metadata?: { resourceVersion?: string } } | undefined;
-      try {
-        existing = await this.api.get(path);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
+      // nodelease: renew from the Lease last written; GET (or create) only without one, or after a conflict.
+      let written: { metadata?: { resourceVersion?: string } } | undefined;
+      if (this.latestLease !== undefined) {
+        try {
+          written = await this.api.request('PUT', path, this.lease(new Date(), this.latestLease.metadata?.resourceVersion));
+        } catch (err) {
+          if (!isConflict(err) && !isNotFound(err)) throw err;
+          this.latestLease = undefined;
+        }
       }
-      if (existing === undefined) await this.api.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases`, this.lease(new Date()));
-      else await this.api.request('PUT', path, this.lease(new Date(), existing.metadata?.resourceVersion));
+      if (written === undefined) {
+        let existing: { metadata?: { resourceVersion?: string } } | undefined;
+        try {
+          existing = await this.api.request('GET', path);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        if (existing === undefined) written = await this.api.request('POST', `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases`, this.lease(new Date()));
+        else written = await this.api.request('PUT', path, this.lease(new Date(), existing.metadata?.resourceVersion));
+      }
+      this.latestLease = written;
       if (this.leaseFailures > 0) this.logger.info({ node: this.identity.name, after: this.leaseFailures }, 'node lease renewed again');
       this.leaseFailures = 0;
-      this.schedule(() => this.leaseTick(), every);
+      this.schedule(() => this.leaseTick(), this.period(every, this.leaseTicks++ === 0));
     } catch (err) {
       this.leaseFailures++;
       const delay = Math.min(this.backoff(this.leaseFailures), every);

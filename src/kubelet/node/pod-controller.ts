@@ -29,7 +29,7 @@ import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '.
 import { computePodStatus, type ContainerStatusView, type PodStatusView } from '../pod-status.js';
 import type { ContainerRecord, PodRecord } from '../pod-records.js';
 import { runPodOnce, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
-import { ApiError, isNotFound, type ApiClient } from './api-client.js';
+import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
@@ -103,7 +103,7 @@ export class PodController implements PodHandler {
   private stopped = false;
 
   constructor(
-    private readonly api: ApiClient,
+    private readonly api: ApiRequester,
     private readonly cri: CriClient,
     private readonly recorder: EventRecorder,
     private readonly logger: Logger,
@@ -254,7 +254,7 @@ export class PodController implements PodHandler {
       const rejection = this.admit(pod);
       if (rejection !== undefined) {
         state.rejected = true;
-        await this.recorder.record(pod, [{ type: 'Warning', reason: rejection.reason, message: rejection.message }]);
+        this.recorder.record(pod, [{ type: 'Warning', reason: rejection.reason, message: rejection.message }]);
         await this.patchStatus(state, { phase: 'Failed', reason: rejection.reason, message: `Pod was rejected: ${rejection.message}` });
         this.logger.info({ pod: podKey(pod), reason: rejection.reason }, 'pod rejected by node admission');
         return;
@@ -289,7 +289,7 @@ export class PodController implements PodHandler {
     } else {
       await this.restartExited(state, nodePod, workerOptions, events);
     }
-    await this.recorder.record(pod, events);
+    this.recorder.record(pod, events);
     nodePod = await this.readNodePod(state.uid);
     this.recordBackoffs(state, nodePod, events);
     await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record), nodePod));
@@ -426,7 +426,7 @@ export class PodController implements PodHandler {
         state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: { attempt: current.attempt, containerId: current.id, reason: 'CrashLoopBackOff', message } } };
         // pkg/kubelet/kuberuntime doBackOff.
         const event = { type: 'Warning' as const, reason: 'BackOff', message: `Back-off restarting failed container ${container.name} in pod ${m.name}_${m.namespace}(${m.uid})`, container: container.name };
-        if (!events.some((e) => e.reason === event.reason && e.container === event.container)) void this.recorder.record(pod, [event]);
+        if (!events.some((e) => e.reason === event.reason && e.container === event.container)) this.recorder.record(pod, [event]);
       } else if (backoff.reason === 'ImagePullBackOff') {
         state.record = {
           ...state.record,
@@ -492,7 +492,7 @@ export class PodController implements PodHandler {
       const call = { timeoutMs: this.options.callTimeoutMs + grace * 1000 };
       if (nodePod !== undefined) {
         const running = nodePod.containers.filter((c) => c.state === 'Running');
-        await this.recorder.record(pod, running.map((c) => ({ type: 'Normal' as const, reason: 'Killing', message: `Stopping container ${c.name}`, container: c.name })));
+        this.recorder.record(pod, running.map((c) => ({ type: 'Normal' as const, reason: 'Killing', message: `Stopping container ${c.name}`, container: c.name })));
         await Promise.all(running.map((c) => unaryCall(this.cri.runtime, 'StopContainer', { container_id: c.id, timeout: String(grace) }, call).catch(ignoreNotFound)));
         for (const id of nodePod.sandboxIds) await unaryCall(this.cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call).catch(ignoreNotFound);
       }

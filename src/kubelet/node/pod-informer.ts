@@ -90,7 +90,9 @@ export class PodInformer {
     const byNode = new Map<string, V1Pod[]>();
     for (const pod of items) {
       const node = pod.spec?.nodeName ?? '';
-      byNode.set(node, [...(byNode.get(node) ?? []), pod]);
+      const pods = byNode.get(node);
+      if (pods === undefined) byNode.set(node, [pod]);
+      else pods.push(pod);
     }
     for (const [node, handler] of this.handlers) handler.onRelist(byNode.get(node) ?? []);
   }
@@ -135,6 +137,8 @@ export class PodInformer {
       } catch (err) {
         if (signal.aborted) break;
         if (isGone(err)) {
+          // The watch refused at once (HTTP 410) rather than by an ERROR event: the same relist.
+          this.logger.info({ resourceVersion: this.resourceVersion }, 'pod watch: resource version too old (410 Gone); listing again');
           listed = false;
           continue;
         }
