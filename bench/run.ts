@@ -5,9 +5,11 @@
  *
  *   node dist/bench/run.js [options]    (`--help` lists them: USAGE below)
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -80,6 +82,8 @@ const LIFECYCLE_IDLE_GC_SECONDS = 120;
 const DEFAULT_SECONDS_AT_CONCURRENCY_1 = 60;
 
 interface Settings {
+  /** Options of the node-mode scale run after the rest; undefined: --skip-nodes. */
+  nodeScaleArgs: string[] | undefined;
   /** Seconds each server gets in one lifecycle run (over its rounds), at concurrency 16 and 64. */
   seconds: number;
   /**
@@ -145,7 +149,10 @@ two SVG charts to the output directory. bench/README.md explains each step.
   --disk-settle-seconds N   longest wait for the file system to settle, 0-1800 (default ${DEFAULT_DISK_SETTLE_SECONDS})
   --list-sizes LIST         live pods for the list timings (default 1000,10000,50000)
   --kubelet-sizes LIST      pod counts of the fake kubelet runs (default 100,1000)
-  --skip-lifecycle, --skip-lists, --skip-kubelet
+  --skip-lifecycle, --skip-lists, --skip-kubelet, --skip-nodes
+  --node-scale=ARGS         options of the node-mode scale run that follows (bench/node-scale.ts,
+                            its --help; default: its own, 1,000 nodes and 10,000 pods against kwok;
+                            with --quick: --nodes 50 --pods 500)
   --metrics                 run the runtime with --metrics-addr 127.0.0.1:0
   --runtime-log-level LEVEL the runtime's --log-level (default: its own, info)
   --ephemeral               run the runtime with --ephemeral (no metadata database; default: durable)
@@ -187,6 +194,8 @@ const OPTIONS = {
   'skip-lists': { type: 'boolean', default: false },
   'kubelet-sizes': { type: 'string' },
   'skip-kubelet': { type: 'boolean', default: false },
+  'skip-nodes': { type: 'boolean', default: false },
+  'node-scale': { type: 'string' },
   'cpu-prof': { type: 'boolean', default: false },
   metrics: { type: 'boolean', default: false },
   'runtime-log-level': { type: 'string' },
@@ -243,6 +252,15 @@ function parseSettings(argv: string[]): Settings | 'help' {
           : quick
             ? [100]
             : [100, 1000],
+    // The node-mode scale run (issue: node mode at 1,000 nodes against kwok), after the rest.
+    nodeScaleArgs:
+      values['skip-nodes'] === true
+        ? undefined
+        : values['node-scale'] !== undefined
+          ? values['node-scale'].split(/\s+/).filter((a) => a !== '')
+          : quick
+            ? ['--nodes', '50', '--pods', '500']
+            : [],
     cpuProf: values['cpu-prof'] === true,
     metrics: values.metrics === true,
     runtimeLogLevel: values['runtime-log-level'],
@@ -817,7 +835,27 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+/**
+ * The node-mode scale run (bench/node-scale.ts) as its own process, once the runtime's figures
+ * are written: it starts a control plane and a thousand nodes, which must not share the machine
+ * with the runs above.
+ */
+async function nodeScale(settings: Settings): Promise<void> {
+  if (settings.nodeScaleArgs === undefined) return;
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'node-scale.js');
+  const args = [script, '--out', join(settings.out, 'node-scale.json'), ...settings.nodeScaleArgs];
+  log(`node mode at scale: node ${args.map((a) => relative(PACKAGE_ROOT, a) || a).join(' ')}`);
+  const child = spawn(process.execPath, args, { stdio: 'inherit' });
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  if (code !== 0) throw new Error(`node-scale exited with ${signal ?? code}`);
+}
+
+main()
+  .then(async () => {
+    const settings = parseSettings(process.argv.slice(2));
+    if (settings !== 'help' && (process.exitCode === undefined || process.exitCode === 0)) await nodeScale(settings);
+  })
+  .catch((err: unknown) => {
   if (err instanceof UsageError) {
     process.stderr.write(`bench: ${err.message} (--help lists the options)\n`);
     process.exitCode = 2;
