@@ -11,6 +11,7 @@
 // most of a round).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -51,12 +52,16 @@ export interface CrashFigures {
   /** Kills right after an RPC's answer arrived (the next one not sent yet, or answered in flight). */
   killedBetweenRpcs: number;
   restarts: number;
+  /** Mean time from the kill's end to the restarted runtime's ready line. */
+  meanRestartMs: number;
   /** Checked after every restart: all 0 when the run returns. */
   stateMismatches: 0;
   leakedCredentialSpecFiles: 0;
   lostOrDuplicatedContainers: 0;
   seconds: number;
   roundsPerSecond: number;
+  /** The machine's 1-minute load average at the end (the rates depend on it). */
+  loadAverage1m: number;
 }
 
 interface Host {
@@ -70,6 +75,8 @@ interface Host {
 function spawnHost(cwd: string): Host {
   const child = spawn(process.execPath, [...NODE_FLAGS, hostScript], { cwd, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const output: string[] = [];
+  // A message to a host that was just killed fails with EPIPE: its exit tells the waiter.
+  child.on('error', (err) => output.push(`crash host: ${err.message}`));
   let onReady = (): void => {};
   let failReady = (_: Error): void => {};
   const ready = new Promise<void>((resolve, reject) => { onReady = resolve; failReady = reject; });
@@ -106,6 +113,7 @@ class Lane {
   spare: Host;
   current: Host | undefined;
   cri: CriClient | undefined;
+  private closed = false;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -116,6 +124,7 @@ class Lane {
   }
 
   private spawn(): Host {
+    if (this.closed) throw new Error('crash lane closed');
     const host = spawnHost(this.dir);
     this.hosts.add(host);
     void host.exited.then(() => this.hosts.delete(host));
@@ -127,7 +136,9 @@ class Lane {
     const host = this.spare;
     this.spare = this.spawn();
     await host.warm;
-    host.child.send({ open: ['--listen', this.endpoint, '--state-dir', this.stateDir, '--pod-cidr', this.podCidr] });
+    host.child.send({ open: ['--listen', this.endpoint, '--state-dir', this.stateDir, '--pod-cidr', this.podCidr] }, (err) => {
+      if (err) host.output.push(`open not sent: ${err.message}`);
+    });
     await host.ready;
     this.current = host;
     this.cri = createCriClient(this.endpoint);
@@ -150,6 +161,7 @@ class Lane {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.cri?.close();
     await Promise.all([...this.hosts].map(killHost));
   }
@@ -164,7 +176,7 @@ async function nodeState(cri: CriClient): Promise<{ pods: { id: string; state: s
 }
 
 /** One round on a lane whose runtime serves and whose node is empty; the runtime serves again after it. */
-async function round(lane: Lane, n: number, seed: number, figures: { during: number; between: number }): Promise<void> {
+async function round(lane: Lane, n: number, seed: number, figures: { during: number; between: number; restartMs: number }): Promise<void> {
   const random = prng((seed * 100_003 + n) >>> 0);
   const security = { run_as_username: 'ContainerUser', credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC };
   const podConfig = windowsPodConfig(`crash-${n}`, join(lane.dir, 'pod-logs'), security);
@@ -199,7 +211,9 @@ async function round(lane: Lane, n: number, seed: number, figures: { during: num
   await flight;
   if (inFlight !== undefined && !answerBeforeKill) figures.during++;
   else figures.between++;
+  const restartAt = Date.now();
   cri = await lane.start();
+  figures.restartMs += Date.now() - restartAt;
 
   const where = `round ${n}: killed after ${answered} answered RPC(s)${inFlight === undefined ? '' : ` with ${inFlight} ${answerBeforeKill ? 'answered' : 'in flight'}`}`;
   const allowed = inFlight === undefined ? [answered] : answerBeforeKill ? [answered + 1] : [answered, answered + 1];
@@ -228,13 +242,15 @@ async function round(lane: Lane, n: number, seed: number, figures: { during: num
 /** Runs the rounds on `lanes` runtimes at once; rejects with the round, the seed and what differed. */
 export async function runCrashRounds(opts: CrashOptions): Promise<CrashFigures> {
   const started = Date.now();
-  const figures = { during: 0, between: 0 };
+  const figures = { during: 0, between: 0, restartMs: 0 };
   const lanes = Array.from({ length: Math.max(1, Math.min(opts.lanes, opts.rounds)) }, (_, i) => new Lane(join(opts.dir, `lane-${i}`)));
   let next = 0;
   let failed = false;
+  let results: PromiseSettledResult<void>[];
   try {
-    await Promise.all(lanes.map(async (lane) => {
-      const cri = await lane.start();
+    // Settled, not raced: a lane that fails stops the others after their round, before any is closed.
+    results = await Promise.allSettled(lanes.map(async (lane) => {
+      const cri = await lane.start().catch((err: unknown) => { failed = true; throw err; });
       await unaryCall(cri.image, 'PullImage', { image: { image: IIS } }, CALL);
       while (!failed && next < opts.rounds) {
         const n = next++;
@@ -250,6 +266,8 @@ export async function runCrashRounds(opts: CrashOptions): Promise<CrashFigures> 
   } finally {
     await Promise.all(lanes.map((lane) => lane.close()));
   }
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure !== undefined) throw failure.reason;
   const seconds = (Date.now() - started) / 1000;
   return {
     seed: opts.seed,
@@ -258,10 +276,12 @@ export async function runCrashRounds(opts: CrashOptions): Promise<CrashFigures> 
     killedDuringAnRpc: figures.during,
     killedBetweenRpcs: figures.between,
     restarts: opts.rounds,
+    meanRestartMs: Math.round(figures.restartMs / Math.max(1, opts.rounds)),
     stateMismatches: 0,
     leakedCredentialSpecFiles: 0,
     lostOrDuplicatedContainers: 0,
     seconds: Math.round(seconds * 10) / 10,
     roundsPerSecond: Math.round((opts.rounds / seconds) * 100) / 100,
+    loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
   };
 }
