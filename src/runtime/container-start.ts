@@ -79,7 +79,11 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
   return {};
 }
 
-function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter): SimulatedProcess {
+/**
+ * The container's main process in the command emulator. `startedAtNanos`: a container resumed
+ * after a runtime restart keeps its original start time (recovery.ts).
+ */
+export function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, writer: CriLogWriter, startedAtNanos?: bigint): SimulatedProcess {
   // A config with `stdin: true` gives the main process an input that attached clients write to.
   const stdin = ctx.containers.configOf(container).stdin ? new ContainerStdin() : undefined;
   container.live.stdin = stdin;
@@ -93,6 +97,7 @@ function startInitProcess(ctx: RuntimeContext, container: ContainerRecord, write
       io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
       init: !container.sharesPodPid,
+      ...(startedAtNanos === undefined ? {} : { startedAtNanos }),
     });
   } catch (err) {
     if (err instanceof CommandNotFoundError) {

@@ -1,9 +1,7 @@
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { executionTarget, processEnvironment } from './container-process.js';
+import { startInitProcess } from './container-start.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
-import { ContainerStdin } from './process/container-stdin.js';
-import { SimulatedProcess } from './process/simulated-process.js';
 import { ProcessTable } from './process/process-table.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerRecord, ContainerState } from './store/container-store.js';
@@ -213,18 +211,7 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
 async function resumeContainer(ctx: RuntimeContext, container: ContainerRecord): Promise<void> {
   const writer = await CriLogWriter.open(container.logPath, ctx.clock, ctx.onLogError, ctx.logFiles);
   try {
-    const stdin = ctx.containers.configOf(container).stdin ? new ContainerStdin() : undefined;
-    container.live.stdin = stdin;
-    const process = SimulatedProcess.start({
-      registry: ctx.commands,
-      clock: ctx.clock,
-      target: executionTarget(ctx, container, stdin),
-      argv: container.args,
-      env: processEnvironment(ctx, container),
-      io: writer,
-      init: !container.sharesPodPid,
-      startedAtNanos: container.status.startedAtNanos,
-    });
+    const process = startInitProcess(ctx, container, writer, container.status.startedAtNanos);
     container.live.logWriter = writer;
     container.live.process = process;
     container.live.watch(process, container, ctx.onContainerExit);
