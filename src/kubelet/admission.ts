@@ -23,7 +23,7 @@
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
-import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup, namespaceExists, type ClusterSnapshot } from './cluster.js';
+import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup, namespaceExists, type ClusterSnapshot, type GMSACredentialSpec } from './cluster.js';
 import { formatFieldError, type FieldError } from './field-errors.js';
 import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
 import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
@@ -144,8 +144,8 @@ export function compareCredSpecContents(fromPod: string, fromResource: string): 
   return { equal: isDeepStrictEqual(podObject, resourceObject) };
 }
 
-/** Each resource's credspec as the webhook inlines it, marshalled once: snapshot objects never change. */
-const marshalledCredSpecs = new WeakMap<object, string>();
+/** Each resource's credspec as the webhook inlines it, marshalled once per snapshot. */
+const marshalledCredSpecsView = Symbol('marshalled credspecs');
 
 /** retrieveCredSpecContents: 404 when the resource is missing, 417 when it has no credspec. */
 export function retrieveCredSpecContents(cluster: ClusterSnapshot, name: string): string {
@@ -154,8 +154,9 @@ export function retrieveCredSpecContents(cluster: ClusterSnapshot, name: string)
   if (resource.credspec === undefined || resource.credspec === null || resource.credspec === '') {
     throw new AdmissionError(http.expectationFailed, `cred spec ${name} does not have a credspec key`, 'gmsa-webhook');
   }
-  let contents = marshalledCredSpecs.get(resource);
-  if (contents === undefined) marshalledCredSpecs.set(resource, (contents = goJsonMarshal(resource.credspec)));
+  const marshalled = cluster.derived.get(marshalledCredSpecsView, () => new Map<GMSACredentialSpec, string>());
+  let contents = marshalled.get(resource);
+  if (contents === undefined) marshalled.set(resource, (contents = goJsonMarshal(resource.credspec)));
   return contents;
 }
 

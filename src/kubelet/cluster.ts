@@ -30,7 +30,8 @@ export interface GMSACredentialSpec {
 export const gmsaApiGroup = 'windows.k8s.io';
 export const gmsaApiVersions: readonly string[] = ['windows.k8s.io/v1', 'windows.k8s.io/v1alpha1'];
 
-export interface ClusterSnapshot {
+/** The cluster objects the kubelet reads, as listed. */
+export interface ClusterObjects {
   readonly namespaces: readonly V1Namespace[];
   readonly serviceAccounts: readonly V1ServiceAccount[];
   readonly configMaps: readonly V1ConfigMap[];
@@ -41,6 +42,29 @@ export interface ClusterSnapshot {
   readonly clusterRoleBindings: readonly V1ClusterRoleBinding[];
 }
 
+/**
+ * Views derived from a snapshot's objects (an RBAC index, marshalled credential specs), each
+ * built on first use and kept with the snapshot: a snapshot never changes, so neither do they.
+ */
+export class DerivedViews {
+  private readonly views = new Map<symbol, unknown>();
+
+  /** The view under `key`, built by `build` the first time it is asked for. */
+  get<T>(key: symbol, build: () => T): T {
+    if (this.views.has(key)) return this.views.get(key) as T;
+    const view = build();
+    this.views.set(key, view);
+    return view;
+  }
+}
+
+/** One load of the cluster's objects, with the views derived from them. */
+export interface ClusterSnapshot extends ClusterObjects {
+  readonly derived: DerivedViews;
+}
+
+export const clusterSnapshot = (objects: ClusterObjects): ClusterSnapshot => ({ ...objects, derived: new DerivedViews() });
+
 /** Where cluster objects come from: a directory of manifests or an API server. */
 export interface ClusterSource {
   /** For logs and errors: the directory, or the kubeconfig and its context. */
@@ -50,7 +74,7 @@ export interface ClusterSource {
 }
 
 export function emptyCluster(): ClusterSnapshot {
-  return { namespaces: [], serviceAccounts: [], configMaps: [], gmsaCredentialSpecs: [], roles: [], clusterRoles: [], roleBindings: [], clusterRoleBindings: [] };
+  return clusterSnapshot({ namespaces: [], serviceAccounts: [], configMaps: [], gmsaCredentialSpecs: [], roles: [], clusterRoles: [], roleBindings: [], clusterRoleBindings: [] });
 }
 
 /** Namespaces every cluster has, so manifests need not declare them. */
@@ -207,7 +231,7 @@ export function snapshotFromDocuments(documents: readonly ParsedDocument[]): Clu
   if (errors.length > 0) throw new ManifestErrors(errors);
 
   const of = <T>(kind: Kind): T[] => entries.filter((e) => e.kind === kind).map((e) => e.object as unknown as T);
-  return {
+  return clusterSnapshot({
     namespaces: of<V1Namespace>('Namespace'),
     serviceAccounts: of<V1ServiceAccount>('ServiceAccount'),
     configMaps: of<V1ConfigMap>('ConfigMap'),
@@ -216,7 +240,7 @@ export function snapshotFromDocuments(documents: readonly ParsedDocument[]): Clu
     clusterRoles: of<V1ClusterRole>('ClusterRole'),
     roleBindings: of<V1RoleBinding>('RoleBinding'),
     clusterRoleBindings: of<V1ClusterRoleBinding>('ClusterRoleBinding'),
-  };
+  });
 }
 
 const manifestExtensions = ['.yaml', '.yml', '.json'];
@@ -333,6 +357,6 @@ export class KubeconfigClusterSource implements ClusterSource {
       listing('clusterrolebindings', () => rbac.listClusterRoleBinding()),
       gmsa(),
     ]);
-    return { namespaces, serviceAccounts, configMaps, gmsaCredentialSpecs, roles, clusterRoles, roleBindings, clusterRoleBindings };
+    return clusterSnapshot({ namespaces, serviceAccounts, configMaps, gmsaCredentialSpecs, roles, clusterRoles, roleBindings, clusterRoleBindings });
   }
 }

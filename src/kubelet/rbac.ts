@@ -80,8 +80,8 @@ export function subjectMatches(subject: RbacV1Subject, user: UserInfo, bindingNa
 
 /**
  * The RBAC objects of one snapshot, indexed once: bindings by the subjects they name (in their
- * original order, which decides the reason given) and roles by name. A snapshot never changes, so
- * the index lives as long as the snapshot does.
+ * original order, which decides the reason given) and roles by name. Built once per snapshot, kept
+ * in its derived views.
  */
 interface RbacIndex {
   readonly clusterRoleRules: ReadonlyMap<string, readonly V1PolicyRule[]>;
@@ -93,7 +93,7 @@ interface RbacIndex {
   readonly roleBindingsBySubject: ReadonlyMap<string, ReadonlyMap<string, readonly number[]>>;
 }
 
-const indexes = new WeakMap<ClusterSnapshot, RbacIndex>();
+const rbacView = Symbol('RBAC index');
 
 /** The key under which a binding's subject is found (subjectMatches' rules); undefined: it matches nobody. */
 function subjectKey(subject: RbacV1Subject, bindingNamespace: string): string | undefined {
@@ -120,9 +120,9 @@ function addPosition(map: Map<string, number[]>, key: string, position: number):
   else if (list[list.length - 1] !== position) list.push(position);
 }
 
-function rbacIndex(cluster: ClusterSnapshot): RbacIndex {
-  const cached = indexes.get(cluster);
-  if (cached !== undefined) return cached;
+const rbacIndex = (cluster: ClusterSnapshot): RbacIndex => cluster.derived.get(rbacView, () => buildRbacIndex(cluster));
+
+function buildRbacIndex(cluster: ClusterSnapshot): RbacIndex {
   // The first object of a name wins, as a linear search would find it.
   const clusterRoleRules = new Map<string, readonly V1PolicyRule[]>();
   for (const role of cluster.clusterRoles) {
@@ -151,9 +151,7 @@ function rbacIndex(cluster: ClusterSnapshot): RbacIndex {
       if (key !== undefined) addPosition(bySubject, key, i);
     }
   });
-  const index = { clusterRoleRules, roleRules, clusterBindingsBySubject, roleBindingsBySubject };
-  indexes.set(cluster, index);
-  return index;
+  return { clusterRoleRules, roleRules, clusterBindingsBySubject, roleBindingsBySubject };
 }
 
 /** The positions of the bindings naming any of `keys`, in binding order, each once. */
