@@ -439,130 +439,151 @@ async function spawnUntil(program: string, args: readonly string[], ready: RegEx
 // The Windows pause image (entrypoint /pause.exe: waits for a signal, writes nothing), as kwok's pods run pause.
 const pause = { name: 'app', image: 'mcr.microsoft.com/oss/kubernetes/pause:3.10' };
 
-async function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
+/** What differs between the two runs; runSimulator does the rest the same way for both. */
+interface Simulator {
+  /** Its name in the report and in the log. */
+  name: RunResult['simulator'];
+  /** The `bench-run` label of its pods. */
+  run: string;
+  /** Its Nodes are `<prefix>-1` … `<prefix>-N`. */
+  nodePrefix: string;
+  /** The label selector of its Nodes. */
+  nodeSelector: string;
+  /** What the log calls its Nodes. */
+  nodesNoun: string;
+  /** Starts its process (after the lease watch and the clock have started). */
+  start(): Promise<{ child: ChildProcess; lines: string[] }>;
+  /** What the log calls its process. */
+  processName: string;
+  /** How long its process has to stop after SIGTERM. */
+  stopGraceMs: number;
+  /** Creates the Node objects when the simulator does not register its own. */
+  register?(names: ReadonlySet<string>): Promise<void>;
+  pod(name: string): object;
+}
+
+/**
+ * One run: the simulator's process starts, its nodes become Ready, then the pod workload, the
+ * settle time and the figures; whatever happens, the process is stopped and its pods, Nodes and
+ * Leases are deleted.
+ */
+async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Promise<RunResult> {
   const load0 = loadavg();
   const requests0 = await requestCounts(api);
-  const prefix = 'win';
-  const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `${prefix}-${i + 1}`));
+  const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `${sim.nodePrefix}-${i + 1}`));
   const leases = new LeaseWatch(api, names);
   leases.start();
   const deadline = Date.now() + opts.maxMinutes * 60_000;
   const started = Date.now();
-  const nodeFlags = opts.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProf];
-  log(`cri-winsim node --nodes ${opts.nodes}: starting`);
-  const { child, lines } = await spawnUntil(
-    process.execPath,
-    // The node flags the `cri-winsim` launcher adds (src/node-flags.ts), as a user's process has them.
-    [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
-    // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
-    undefined,
-    60_000,
-  );
+  const { child, lines } = await sim.start();
   try {
-    await nodesReady(api, 'kubernetes.io/os=windows', opts.nodes, deadline);
+    await sim.register?.(names);
+    await nodesReady(api, sim.nodeSelector, opts.nodes, deadline);
     const registerS = (Date.now() - started) / 1000;
-    log(`${opts.nodes} nodes Ready after ${registerS.toFixed(1)} s`);
+    log(`${opts.nodes} ${sim.nodesNoun} Ready after ${registerS.toFixed(1)} s`);
     await sleep(5_000);
     const rssIdle = rssOf(child.pid!);
-    const pods = await podWorkload(api, 'ours', opts.pods, opts.rate, (name) => ({
+    const pods = await podWorkload(api, sim.run, opts.pods, opts.rate, (name) => sim.pod(name), names, deadline);
+    log(`${sim.name}: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
+    await sleep(opts.settleS * 1000);
+    const rssLoaded = rssOf(child.pid!);
+    const cpuSeconds = cpuSecondsOf(child.pid!);
+    const leaseFigures = await leases.stop();
+    if (child.exitCode !== null) throw new Error(`${sim.processName} exited early:\n${lines.slice(-20).join('\n')}`);
+    return {
+      simulator: sim.name,
+      nodes: opts.nodes,
+      registerS,
+      rssIdleBytes: rssIdle,
+      rssPerNodeBytes: rssIdle / opts.nodes,
+      rssLoadedBytes: rssLoaded,
+      rssPerPodBytes: (rssLoaded - rssIdle) / Math.max(1, pods.running),
+      cpuSeconds,
+      pods,
+      leases: leaseFigures,
+      apiRequests: requestDelta(requests0, await requestCounts(api)),
+      loadAverage: { start: load0, end: loadavg() },
+    };
+  } finally {
+    await leases.stop().catch(() => undefined);
+    await stopChild(child, sim.stopGraceMs);
+    await cleanUp(api, sim.nodeSelector).catch((err: unknown) => log(`clean-up: ${(err as Error).message}`));
+  }
+}
+
+function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
+  const prefix = 'win';
+  const nodeFlags = opts.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProf];
+  return runSimulator(api, opts, {
+    name: 'cri-winsim',
+    run: 'ours',
+    nodePrefix: prefix,
+    nodeSelector: 'kubernetes.io/os=windows',
+    nodesNoun: 'nodes',
+    processName: 'cri-winsim node',
+    stopGraceMs: 60_000,
+    start: () => {
+      log(`cri-winsim node --nodes ${opts.nodes}: starting`);
+      return spawnUntil(
+        process.execPath,
+        // The node flags the `cri-winsim` launcher adds (src/node-flags.ts), as a user's process has them.
+        [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
+        // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
+        undefined,
+        60_000,
+      );
+    },
+    pod: (name) => ({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: NAMESPACE, labels: { 'bench-run': 'ours' } },
       spec: { nodeSelector: { 'kubernetes.io/os': 'windows' }, terminationGracePeriodSeconds: 0, containers: [pause] },
-    }), names, deadline);
-    log(`cri-winsim: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
-    await sleep(opts.settleS * 1000);
-    const rssLoaded = rssOf(child.pid!);
-    const cpuSeconds = cpuSecondsOf(child.pid!);
-    const leaseFigures = await leases.stop();
-    if (child.exitCode !== null) throw new Error(`cri-winsim node exited early:\n${lines.slice(-20).join('\n')}`);
-    return {
-      simulator: 'cri-winsim',
-      nodes: opts.nodes,
-      registerS,
-      rssIdleBytes: rssIdle,
-      rssPerNodeBytes: rssIdle / opts.nodes,
-      rssLoadedBytes: rssLoaded,
-      rssPerPodBytes: (rssLoaded - rssIdle) / Math.max(1, pods.running),
-      cpuSeconds,
-      pods,
-      leases: leaseFigures,
-      apiRequests: requestDelta(requests0, await requestCounts(api)),
-      loadAverage: { start: load0, end: loadavg() },
-    };
-  } finally {
-    await leases.stop().catch(() => undefined);
-    await stopChild(child, 60_000);
-    await cleanUp(api, 'kubernetes.io/os=windows').catch((err: unknown) => log(`clean-up: ${(err as Error).message}`));
-  }
+    }),
+  });
 }
 
-async function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
-  const load0 = loadavg();
-  const requests0 = await requestCounts(api);
-  const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `kwok-${i + 1}`));
-  const leases = new LeaseWatch(api, names);
-  leases.start();
-  const deadline = Date.now() + opts.maxMinutes * 60_000;
-  const home = join(work, 'kwok-home');
-  mkdirSync(home, { recursive: true });
-  const started = Date.now();
-  log(`kwok: starting; creating ${opts.nodes} Nodes`);
-  // kwok's own HOME so it reads no ~/.kwok/kwok.yaml; no stages given: its default ones (node-initialize,
-  // node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete).
-  const { child, lines } = await spawnUntil(
-    KWOK,
-    ['--kubeconfig', cp.adminKubeconfig, '--manage-nodes-with-annotation-selector', 'kwok.x-k8s.io/node=fake', '--cidr', '127.20.0.1/16', '--node-ip', '127.0.0.1', '--node-lease-duration-seconds', String(LEASE_DURATION_S)],
-    undefined,
-    60_000,
-    { ...process.env, HOME: home },
-  );
-  try {
-    const all = [...names];
-    for (let i = 0; i < all.length; i += 20) {
-      await Promise.all(all.slice(i, i + 20).map((name) => api.request('POST', '/api/v1/nodes', {
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: { name, annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' }, labels: { type: 'kwok', 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } },
-        status: { allocatable: { cpu: '4', memory: '16Gi', pods: '110' }, capacity: { cpu: '4', memory: '16Gi', pods: '110' } },
-      })));
-    }
-    await nodesReady(api, 'type=kwok', opts.nodes, deadline);
-    const registerS = (Date.now() - started) / 1000;
-    log(`${opts.nodes} kwok nodes Ready after ${registerS.toFixed(1)} s`);
-    await sleep(5_000);
-    const rssIdle = rssOf(child.pid!);
-    const pods = await podWorkload(api, 'kwok', opts.pods, opts.rate, (name) => ({
+function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
+  return runSimulator(api, opts, {
+    name: 'kwok',
+    run: 'kwok',
+    nodePrefix: 'kwok',
+    nodeSelector: 'type=kwok',
+    nodesNoun: 'kwok nodes',
+    processName: 'kwok',
+    stopGraceMs: 10_000,
+    start: () => {
+      const home = join(work, 'kwok-home');
+      mkdirSync(home, { recursive: true });
+      log(`kwok: starting; creating ${opts.nodes} Nodes`);
+      // kwok's own HOME so it reads no ~/.kwok/kwok.yaml; no stages given: its default ones (node-initialize,
+      // node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete).
+      return spawnUntil(
+        KWOK,
+        ['--kubeconfig', cp.adminKubeconfig, '--manage-nodes-with-annotation-selector', 'kwok.x-k8s.io/node=fake', '--cidr', '127.20.0.1/16', '--node-ip', '127.0.0.1', '--node-lease-duration-seconds', String(LEASE_DURATION_S)],
+        undefined,
+        60_000,
+        { ...process.env, HOME: home },
+      );
+    },
+    // kwok manages the Nodes it is given; they are created here the way kwok's documentation does.
+    register: async (names) => {
+      const all = [...names];
+      for (let i = 0; i < all.length; i += 20) {
+        await Promise.all(all.slice(i, i + 20).map((name) => api.request('POST', '/api/v1/nodes', {
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name, annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' }, labels: { type: 'kwok', 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux' } },
+          status: { allocatable: { cpu: '4', memory: '16Gi', pods: '110' }, capacity: { cpu: '4', memory: '16Gi', pods: '110' } },
+        })));
+      }
+    },
+    pod: (name) => ({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace: NAMESPACE, labels: { 'bench-run': 'kwok' } },
       spec: { nodeSelector: { type: 'kwok' }, terminationGracePeriodSeconds: 0, containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] },
-    }), names, deadline);
-    log(`kwok: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
-    await sleep(opts.settleS * 1000);
-    const rssLoaded = rssOf(child.pid!);
-    const cpuSeconds = cpuSecondsOf(child.pid!);
-    const leaseFigures = await leases.stop();
-    if (child.exitCode !== null) throw new Error(`kwok exited early:\n${lines.slice(-20).join('\n')}`);
-    return {
-      simulator: 'kwok',
-      nodes: opts.nodes,
-      registerS,
-      rssIdleBytes: rssIdle,
-      rssPerNodeBytes: rssIdle / opts.nodes,
-      rssLoadedBytes: rssLoaded,
-      rssPerPodBytes: (rssLoaded - rssIdle) / Math.max(1, pods.running),
-      cpuSeconds,
-      pods,
-      leases: leaseFigures,
-      apiRequests: requestDelta(requests0, await requestCounts(api)),
-      loadAverage: { start: load0, end: loadavg() },
-    };
-  } finally {
-    await leases.stop().catch(() => undefined);
-    await stopChild(child, 10_000);
-    await cleanUp(api, 'type=kwok').catch((err: unknown) => log(`clean-up: ${(err as Error).message}`));
-  }
+    }),
+  });
 }
 
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(2)} MiB`;

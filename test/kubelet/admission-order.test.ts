@@ -8,28 +8,14 @@
 import { expect } from 'chai';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitPod, randomGmsaHostname, type AdmissionContext } from '../../src/kubelet/admission.js';
-import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
-import { parseDocuments } from '../../src/kubelet/manifests.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
+import { gmsaAdmissionCluster } from '../support/gmsa-cluster.js';
 
 // A GMSACredentialSpec whose credspec marshals to more than 64 KiB (65,536 bytes).
 const padding = 'x'.repeat(70_000);
-const cluster = snapshotFromDocuments(
-  parseDocuments(
-    'cluster.yaml',
-    `
-apiVersion: v1
-kind: Namespace
-metadata: { name: apps }
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: { name: web, namespace: apps }
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: { name: batch, namespace: apps }
----
+// Namespace apps, its service accounts web and batch, web allowed to use every GMSACredentialSpec,
+// and these documents.
+const cluster = gmsaAdmissionCluster(`
 apiVersion: windows.k8s.io/v1
 kind: GMSACredentialSpec
 metadata: { name: huge }
@@ -39,20 +25,7 @@ apiVersion: windows.k8s.io/v1
 kind: GMSACredentialSpec
 metadata: { name: webapp }
 credspec: { CmsPlugins: [ActiveDirectory] }
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: { name: gmsa-users }
-rules: [{ apiGroups: [windows.k8s.io], resources: [gmsacredentialspecs], verbs: [use] }]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: { name: web-gmsa, namespace: apps }
-subjects: [{ kind: ServiceAccount, name: web, namespace: apps }]
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gmsa-users }
-`,
-  ).documents,
-);
+`);
 const hugeJson = `{"CmsPlugins":["ActiveDirectory"],"Padding":"${padding}"}`;
 
 const context = (extra: Partial<AdmissionContext> = {}): AdmissionContext => ({ cluster, user: requestingUser('alice'), design: 'webhook', ...extra });

@@ -13,26 +13,15 @@ import {
   type AdmissionContext,
   type GmsaDesign,
 } from '../../src/kubelet/admission.js';
-import { DirectoryClusterSource, snapshotFromDocuments, type ClusterSnapshot } from '../../src/kubelet/cluster.js';
-import { loadPodFiles, parseDocuments } from '../../src/kubelet/manifests.js';
+import { DirectoryClusterSource, type ClusterSnapshot } from '../../src/kubelet/cluster.js';
+import { loadPodFiles } from '../../src/kubelet/manifests.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
+import { gmsaAdmissionCluster } from '../support/gmsa-cluster.js';
 
-const cluster = snapshotFromDocuments(
-  parseDocuments(
-    'cluster.yaml',
-    `
-apiVersion: v1
-kind: Namespace
-metadata: { name: apps }
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: { name: web, namespace: apps }
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: { name: batch, namespace: apps }
----
+// Namespace apps, its service accounts web and batch, web allowed to use every GMSACredentialSpec,
+// and these documents.
+const cluster = gmsaAdmissionCluster(
+  `
 apiVersion: windows.k8s.io/v1
 kind: GMSACredentialSpec
 metadata: { name: webapp }
@@ -48,18 +37,8 @@ credspec: { CmsPlugins: [ActiveDirectory], DomainJoinConfig: { MachineAccountNam
 apiVersion: windows.k8s.io/v1
 kind: GMSACredentialSpec
 metadata: { name: empty }
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: { name: gmsa-users }
-rules: [{ apiGroups: [windows.k8s.io], resources: [gmsacredentialspecs], verbs: [use] }]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: { name: web-gmsa, namespace: apps }
-subjects: [{ kind: ServiceAccount, name: web, namespace: apps }]
-roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gmsa-users }
----
+`,
+  `
 apiVersion: v1
 kind: ConfigMap
 metadata: { name: webserver-credspec, namespace: apps }
@@ -83,7 +62,6 @@ subjects:
   - { kind: User, apiGroup: rbac.authorization.k8s.io, name: alice }
 roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: credspec-cm }
 `,
-  ).documents,
 );
 
 const webappJson = '{"CmsPlugins":["ActiveDirectory"],"DomainJoinConfig":{"DnsName":"contoso.com\\u003c\\u0026\\u003e","MachineAccountName":"WebApp","Sid":"S-1-5-21-1"}}';

@@ -15,23 +15,10 @@ import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '
 import { crictlJson } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
+import { until as pollUntil } from '../support/until.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
-    await sleep(300);
-  }
-}
+// until() at this suite's poll interval of 300 ms.
+const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => pollUntil(what, timeoutMs, probe, 300);
 
 const PAUSE = 'mcr.microsoft.com/oss/kubernetes/pause:3.10';
 

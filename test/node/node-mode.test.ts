@@ -14,24 +14,10 @@ import { crictlJson, runCrictl } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
 import { runProcess } from '../support/process.js';
+import { until } from '../support/until.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
-    await sleep(500);
-  }
-}
 
 async function runCrictlExec(target: { endpoint: string; dir: string }, id: string, cmd: string[]): Promise<string> {
   return (await runCrictl(target, ['exec', '-s', id, ...cmd])).stdout;

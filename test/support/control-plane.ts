@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { toolsBinDir } from './paths.js';
+import { runProcess, type ProcessResult } from './process.js';
 
 /** The programs this harness runs, all in .tools/bin. */
 export const CONTROL_PLANE_TOOLS = ['etcd', 'kube-apiserver', 'kube-scheduler', 'kubectl'] as const;
@@ -90,14 +91,8 @@ export interface KubectlOptions {
   kubeconfig?: string;
 }
 
-export interface KubectlResult {
-  command: string;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  timedOut: boolean;
-  stdout: string;
-  stderr: string;
-}
+/** What kubectl did: its command line is shown as `kubectl <args>`. */
+export type KubectlResult = ProcessResult;
 
 export interface ControlPlane {
   readonly name: string;
@@ -496,18 +491,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const kubectl = async (args: readonly string[], kopts: KubectlOptions = {}): Promise<KubectlResult> => {
       // --cache-dir: kubectl's discovery and HTTP caches stay in the temp dir instead of ~/.kube.
       const fullArgs = ['--kubeconfig', kopts.kubeconfig ?? adminKubeconfig, '--cache-dir', join(dir, 'kubectl-cache'), ...args];
-      const command = ['kubectl', ...args].join(' ');
-      return new Promise((resolve, reject) => {
-        const child = spawn(paths.kubectl, fullArgs, { cwd: dir, env: process.env, stdio: [kopts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        let timedOut = false;
-        child.stdout?.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
-        child.stderr?.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
-        if (kopts.input !== undefined && child.stdin) child.stdin.end(kopts.input);
-        const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, kopts.timeoutMs ?? 60_000);
-        child.once('error', (err) => { clearTimeout(timer); reject(err); });
-        child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
+      return runProcess(paths.kubectl, fullArgs, {
+        command: ['kubectl', ...args].join(' '),
+        cwd: dir,
+        killAfterMs: kopts.timeoutMs ?? 60_000,
+        input: kopts.input,
       });
     };
     const kubectlOk = async (args: readonly string[], kopts?: KubectlOptions): Promise<string> => {

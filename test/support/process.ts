@@ -12,6 +12,8 @@ export interface ProcessOptions {
   /** The command line shown in results and messages (default: program and args). */
   command?: string;
   onStdout?: (chunk: string) => void;
+  /** Written to the program's standard input, which is then closed (default: no standard input). */
+  input?: string;
   /**
    * Nobody reads the program's standard output: its end is closed at once (as `| head -0` would),
    * so the program's writes there fail with EPIPE. The result's stdout is then empty.
@@ -35,15 +37,17 @@ export function runProcess(program: string, args: readonly string[], opts: Proce
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       env: opts.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     });
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    if (opts.stdoutClosed === true) child.stdout.destroy();
-    else child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    // stdout and stderr are pipes; spawn's types cannot tell once stdin may be either.
+    if (opts.stdoutClosed === true) child.stdout!.destroy();
+    else child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; opts.onStdout?.(chunk); });
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
     const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, opts.killAfterMs);
     child.once('error', (err) => { clearTimeout(timer); reject(err); });
     child.once('close', (code, signal) => { clearTimeout(timer); resolve({ command, code, signal, timedOut, stdout, stderr }); });
