@@ -6,6 +6,7 @@
  * (bookmarks keep it fresh); 410 Gone, or a lost stream the server no longer has a version for,
  * gives a relist, after which each node gets its full set again.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
 import { isGone, type ApiClient, type WatchEvent } from './api-client.js';
@@ -150,13 +151,7 @@ export class PodInformer {
         }
         const delay = Math.min((this.options.retryInitialMs ?? 200) * 2 ** (this.failures - 1), this.options.retryMaxMs ?? 7_000);
         this.logger.warn({ attempt: this.failures, retryInMs: delay, err: errorText(err) }, 'pod list/watch failed, will retry');
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
-        });
+        await retryPause(delay, signal);
       }
     }
   }
@@ -231,14 +226,16 @@ export class NodeDeletionWatch {
         failures++;
         const delay = Math.min(200 * 2 ** (failures - 1), 7_000);
         this.logger.debug({ attempt: failures, retryInMs: delay, err: errorText(err) }, 'node watch failed, will retry');
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
-        });
+        await retryPause(delay, signal);
       }
     }
   }
+}
+
+/**
+ * Waits out a retry's back-off, ending early when the watch is stopped. node:timers/promises
+ * removes its abort listener when the timer fires, so retries do not pile listeners up.
+ */
+async function retryPause(ms: number, signal: AbortSignal): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch(() => undefined);
 }
