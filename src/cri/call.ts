@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { status, type handleServerStreamingCall, type handleUnaryCall, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import type { Logger } from '../log.js';
+import { invalidRequestStatus } from './request-decoding.js';
 import { isExpectedError, statusName, toStatusError, unimplemented, type CriStatusError } from './status.js';
 
 /**
@@ -48,6 +49,19 @@ function deadlineOf(call: ServerUnaryCall<unknown, unknown>): number | undefined
 }
 
 /**
+ * Answers a request whose string fields were not UTF-8 (request-decoding.ts) with the upstream
+ * INTERNAL status; false for a decoded request, which the handler then serves.
+ */
+function refuseUndecodable<Res>(ctx: CallContext, method: string, startedAt: number, request: unknown, streaming: boolean, callback: sendUnaryData<Res>): boolean {
+  const error = invalidRequestStatus(request, streaming);
+  if (error === undefined) return false;
+  ctx.logger.debug({ method, error: error.details }, 'request did not decode');
+  observe(ctx, method, startedAt, error.code);
+  callback(error);
+  return true;
+}
+
+/**
  * A unary handler: runs `run`, sends its result or the mapped status, and reports to the
  * observer. `run` validates its request and calls the runtime; it may throw or reject. It gets
  * the call's deadline, for the runtime's simulated latency.
@@ -60,6 +74,7 @@ export function unary<Req, Res>(
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     const startedAt = performance.now();
+    if (refuseUndecodable(ctx, method, startedAt, call.request, false, callback)) return;
     let log: Logger | undefined;
     if (ctx.logger.isLevelEnabled('debug')) {
       log = ctx.logger.child(ids === undefined ? { method } : { method, ...ids(call.request) });
@@ -89,8 +104,11 @@ export function unary<Req, Res>(
 
 /** A unary RPC the simulator does not offer: UNIMPLEMENTED with a message naming it. */
 export function unaryUnimplemented<Req, Res>(ctx: CallContext, method: string, why: string): handleUnaryCall<Req, Res> {
-  return (_call, callback) => {
+  return (call, callback) => {
     const startedAt = performance.now();
+    // containerd's generated handlers decode the request before the server's method says
+    // Unimplemented: a request that does not decode fails as such first.
+    if (refuseUndecodable(ctx, method, startedAt, call.request, false, callback)) return;
     const error = unimplemented(method, why);
     observe(ctx, method, startedAt, error.code);
     callback(error);
@@ -104,7 +122,7 @@ export function unaryUnimplemented<Req, Res>(ctx: CallContext, method: string, w
 export function streamUnimplemented<Req, Res>(ctx: CallContext, method: string, why: string): handleServerStreamingCall<Req, Res> {
   return (call) => {
     const startedAt = performance.now();
-    const error = unimplemented(method, why);
+    const error = invalidRequestStatus(call.request, true) ?? unimplemented(method, why);
     observe(ctx, method, startedAt, error.code);
     call.emit('error', error);
   };

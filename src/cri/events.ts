@@ -5,6 +5,7 @@ import type { GetEventsRequest__Output } from '../generated/runtime/v1/GetEvents
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import type { CriBackend } from './backend.js';
 import { observeCall, type CallContext } from './call.js';
+import { invalidRequestStatus } from './request-decoding.js';
 import { statusError, toStatusError } from './status.js';
 
 type EventStream = ServerWritableStream<GetEventsRequest__Output, ContainerEventResponse>;
@@ -35,6 +36,12 @@ export class ContainerEventStreams {
 
   private serve(call: EventStream): void {
     const startedAt = performance.now();
+    const undecodable = invalidRequestStatus(call.request, true);
+    if (undecodable !== undefined) {
+      observeCall(this.ctx, 'GetContainerEvents', startedAt, undecodable.code);
+      call.emit('error', undecodable);
+      return;
+    }
     let finished = false;
     const finish = (code: status): void => {
       if (finished) return;

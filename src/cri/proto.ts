@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 import type { ProtoGrpcType } from '../generated/api.js';
 import type { ImageServiceClient, ImageServiceDefinition } from '../generated/runtime/v1/ImageService.js';
 import type { RuntimeServiceClient, RuntimeServiceDefinition } from '../generated/runtime/v1/RuntimeService.js';
@@ -36,19 +37,39 @@ function findProtoRoot(): string {
   throw new Error(`cannot find proto/${PROTO_FILE} above ${dirname(fileURLToPath(import.meta.url))}`);
 }
 
-/** The runtime.v1 package, loaded once when this module is first imported (read-only after). */
-const loaded: ProtoGrpcType['runtime']['v1'] = loadCriPackage();
+interface LoadedProtos {
+  /** The parsed api.proto: the server's request decoding reads with it (request-decoding.ts). */
+  readonly root: protobuf.Root;
+  readonly pkg: ProtoGrpcType['runtime']['v1'];
+}
 
-function loadCriPackage(): ProtoGrpcType['runtime']['v1'] {
-  const root = findProtoRoot();
-  const definition = protoLoader.loadSync(PROTO_FILE, { ...CRI_LOADER_OPTIONS, includeDirs: [root] });
+/** The runtime.v1 package, loaded once when this module is first imported (read-only after). */
+const loaded: LoadedProtos = loadCriProtos();
+
+/**
+ * Parses api.proto once with protobufjs (as proto-loader's loadSync does, with `keepCase`) and
+ * builds the package definition from that root's JSON, so the server's decoder and grpc-js's
+ * definitions come from one parse.
+ */
+function loadCriProtos(): LoadedProtos {
+  const dir = findProtoRoot();
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => (isAbsolute(target) ? target : join(dir, target));
+  root.loadSync(PROTO_FILE, { keepCase: CRI_LOADER_OPTIONS.keepCase === true });
+  root.resolveAll();
+  const definition = protoLoader.fromJSON(root.toJSON(), CRI_LOADER_OPTIONS);
   const grpcObject = grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType;
-  return grpcObject.runtime.v1;
+  return { root, pkg: grpcObject.runtime.v1 };
+}
+
+/** The parsed api.proto (read-only): message types by their full name, `runtime.v1.…`. */
+export function criProtoRoot(): protobuf.Root {
+  return loaded.root;
 }
 
 /** The runtime.v1 package. */
 export function criPackage(): ProtoGrpcType['runtime']['v1'] {
-  return loaded;
+  return loaded.pkg;
 }
 
 export function runtimeServiceDefinition(): RuntimeServiceDefinition {

@@ -9,6 +9,7 @@ import { unixEndpoint, unixSocketPath } from './endpoint.js';
 import { ContainerEventStreams } from './events.js';
 import { withCachedListEncoding } from './list-encoding.js';
 import { CRI_MAX_MESSAGE_BYTES, imageServiceDefinition, runtimeServiceDefinition } from './proto.js';
+import { withUtf8CheckedRequests } from './request-decoding.js';
 import { serviceHandlers } from './service-handlers.js';
 
 /** Socket mode: owner and group may connect, like containerd's socket. */
@@ -150,8 +151,8 @@ export class CriServer {
       'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
     });
-    server.addService(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES), this.runtimeHandlers);
-    server.addService(imageServiceDefinition(), this.imageHandlers);
+    server.addService(withUtf8CheckedRequests(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES)), this.runtimeHandlers);
+    server.addService(withUtf8CheckedRequests(imageServiceDefinition()), this.imageHandlers);
     // The server's own listener (grpc-js's bindAsync has no backlog option) hands each accepted
     // connection to grpc-js, which serves it as it would its own.
     const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());

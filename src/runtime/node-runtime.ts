@@ -31,7 +31,7 @@ import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
 import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
-import { encodeContainer, encodeImage, encodeSandbox } from './store/record-codec.js';
+import { encodeContainer, encodeImage, encodeNetwork, encodeSandbox, NETWORK_RECORD_ID } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
 
 /** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
@@ -41,6 +41,7 @@ function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
   ctx.containers.onRecordChange((id, container) =>
     container === undefined ? db.removed('container', id) : db.changed('container', id, () => encodeContainer(container, ctx.containers.configOf(container))),
   );
+  ctx.network.onPodCidrChange = () => db.changed('meta', NETWORK_RECORD_ID, () => encodeNetwork(ctx.network));
 }
 
 export interface NodeRuntimeOptions {
@@ -177,7 +178,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       images: new ImageStore(),
       registry: options.registry ?? new SimulatedRegistry(),
       commands,
-      network: { podIps: new PodIpPool(podCidr), kubeletPodCidr: '', forwards: new SandboxSockets(), hostPorts: new HostPorts() },
+      network: { podIps: new PodIpPool(podCidr), updatedPodCidr: '', kubeletPodCidr: '', onPodCidrChange: undefined, forwards: new SandboxSockets(), hostPorts: new HostPorts() },
       streaming,
       windows,
       load,
@@ -205,9 +206,12 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
         const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
         logger.info(
-          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, reboot: options.simulateReboot === true },
+          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },
           'runtime state recovered',
         );
+        if (report.podCidr !== undefined && report.podCidr !== podCidr.text) {
+          logger.info({ podCidr: report.podCidr, flag: podCidr.text }, 'the pod CIDR UpdateRuntimeConfig set before the restart is kept over the configured one');
+        }
         persistChanges(ctx, db);
       } catch (err) {
         db.close();

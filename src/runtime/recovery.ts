@@ -2,7 +2,9 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startInitProcess } from './container-start.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
+import { parseIpv4Cidr } from './network/pod-ip-pool.js';
 import { ProcessTable } from './process/process-table.js';
+import { applyPodCidr } from './runtime-status.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerRecord, ContainerState } from './store/container-store.js';
 import type { ImageRecord } from './store/image-store.js';
@@ -13,8 +15,11 @@ import {
   encodeContainer,
   encodeSandbox,
   IMAGE_FIELDS,
+  NETWORK_FIELDS,
+  NETWORK_RECORD_ID,
   SANDBOX_FIELDS,
   type StoredContainer,
+  type StoredNetwork,
   type StoredSandbox,
 } from './store/record-codec.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
@@ -36,6 +41,8 @@ export interface RecoveryReport {
   /** Host ports of READY sandboxes listening again; sandboxes whose host ports could not be bound. */
   hostPorts: number;
   hostPortFailures: number;
+  /** The pod range in use when UpdateRuntimeConfig had set one before the restart. */
+  podCidr?: string;
 }
 
 /**
@@ -71,6 +78,26 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
       report.images++;
     } catch (err) {
       skip('image', row.id, err);
+    }
+  }
+
+  // The pod CIDRs UpdateRuntimeConfig set before the restart: containerd v2 writes the kubelet's
+  // pod CIDR into a CNI config file (internal/cri/server/update_runtime_config.go), which outlives
+  // a restart and a reboot alike, so the kept range wins over `--pod-cidr`.
+  for (const row of db.rows('meta')) {
+    if (row.id !== NETWORK_RECORD_ID) continue;
+    try {
+      const stored = decodeStored<StoredNetwork>(row.id, row.data, NETWORK_FIELDS);
+      const ranges = [stored.podCidr, stored.kubeletPodCidr].filter((text) => text !== '');
+      const cidrs = ranges.map((text) => {
+        const cidr = typeof text === 'string' ? parseIpv4Cidr(text) : undefined;
+        if (cidr === undefined) throw new Error(`pod CIDR ${JSON.stringify(text)} is not an IPv4 CIDR`);
+        return cidr;
+      });
+      for (const cidr of cidrs) applyPodCidr(ctx.network, cidr);
+      report.podCidr = ctx.network.podIps.range;
+    } catch (err) {
+      skip('meta', row.id, err);
     }
   }
 

@@ -35,8 +35,12 @@ export interface RuntimeSettings {
 /** The node's pod network: pod IPs from the pod CIDR (changed through UpdateRuntimeConfig). */
 export interface NetworkSettings {
   readonly podIps: PodIpPool;
+  /** The loopback pod CIDR UpdateRuntimeConfig set ('' while the pool uses `--pod-cidr`). */
+  updatedPodCidr: string;
   /** A pod CIDR the kubelet sent that is not loopback: recorded, not used (docs/streaming.md). */
   kubeletPodCidr: string;
+  /** Told when UpdateRuntimeConfig changed either of the two above (a durable runtime stores them). */
+  onPodCidrChange: (() => void) | undefined;
   /** Port-forward connections per sandbox, ended at StopPodSandbox. */
   readonly forwards: SandboxSockets;
   /** Host ports bound for sandboxes' port mappings, released at StopPodSandbox. */

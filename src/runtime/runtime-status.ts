@@ -4,8 +4,8 @@ import type { StatusResponse } from '../generated/runtime/v1/StatusResponse.js';
 import type { UpdateRuntimeConfigRequest__Output } from '../generated/runtime/v1/UpdateRuntimeConfigRequest.js';
 import type { UpdateRuntimeConfigResponse } from '../generated/runtime/v1/UpdateRuntimeConfigResponse.js';
 import { RuntimeError } from './errors.js';
-import { isLoopbackCidr, parseIpv4Cidr } from './network/pod-ip-pool.js';
-import type { RuntimeContext } from './runtime-context.js';
+import { isLoopbackCidr, parseIpv4Cidr, type Ipv4Cidr } from './network/pod-ip-pool.js';
+import type { NetworkSettings, RuntimeContext } from './runtime-context.js';
 import type { RpcHandlers } from './rpc.js';
 
 /** Status: RuntimeReady and NetworkReady (critest and crictl need both, true). */
@@ -53,6 +53,10 @@ export function runtimeConfig(ctx: RuntimeContext): RuntimeConfigResponse {
  * UpdateRuntimeConfig: the kubelet hands over the node's pod CIDR; new pod IPs come from it when
  * it is a loopback range. Any other range (a cluster's 10.244.x.0/24) is recorded and not used:
  * this simulator hands out loopback addresses only, from `--pod-cidr`.
+ *
+ * A durable runtime keeps what this set across a restart (`onPodCidrChange`, docs/durability.md),
+ * as containerd v2's UpdateRuntimeConfig (internal/cri/server/update_runtime_config.go) writes
+ * the pod CIDR into a CNI config file in the CNI conf dir, which the restarted containerd loads.
  */
 export function updateRuntimeConfig(ctx: RuntimeContext, req: UpdateRuntimeConfigRequest__Output): UpdateRuntimeConfigResponse {
   const text = req.runtime_config?.network_config?.pod_cidr ?? '';
@@ -62,18 +66,31 @@ export function updateRuntimeConfig(ctx: RuntimeContext, req: UpdateRuntimeConfi
   if (cidr === undefined) {
     throw new RuntimeError('InvalidArgument', `runtime_config.network_config.pod_cidr "${text}" is not an IPv4 CIDR`);
   }
-  if (!isLoopbackCidr(cidr)) {
-    if (ctx.network.kubeletPodCidr !== cidr.text) {
-      ctx.network.kubeletPodCidr = cidr.text;
-      ctx.logger.warn({ podCidr: cidr.text, used: ctx.network.podIps.range }, 'pod CIDR from the kubelet is not loopback: pod IPs stay in the runtime\'s range');
-    }
-    return {};
-  }
-  if (cidr.text !== ctx.network.podIps.range) {
-    ctx.network.podIps.setRange(cidr);
+  const applied = applyPodCidr(ctx.network, cidr);
+  if (applied === 'recorded') {
+    ctx.logger.warn({ podCidr: cidr.text, used: ctx.network.podIps.range }, 'pod CIDR from the kubelet is not loopback: pod IPs stay in the runtime\'s range');
+  } else if (applied === 'adopted') {
     ctx.logger.info({ podCidr: cidr.text }, 'pod CIDR updated');
   }
+  if (applied !== undefined) ctx.network.onPodCidrChange?.();
   return {};
+}
+
+/**
+ * Takes a pod CIDR the kubelet gave (UpdateRuntimeConfig, or the one a durable runtime stored
+ * before its restart): a loopback range becomes the pool's range ('adopted'), any other is
+ * recorded only ('recorded'); undefined when it is what the runtime has already.
+ */
+export function applyPodCidr(network: NetworkSettings, cidr: Ipv4Cidr): 'adopted' | 'recorded' | undefined {
+  if (!isLoopbackCidr(cidr)) {
+    if (network.kubeletPodCidr === cidr.text) return undefined;
+    network.kubeletPodCidr = cidr.text;
+    return 'recorded';
+  }
+  if (network.updatedPodCidr === cidr.text && network.podIps.range === cidr.text) return undefined;
+  network.updatedPodCidr = cidr.text;
+  network.podIps.setRange(cidr);
+  return 'adopted';
 }
 
 /** The RPCs this file serves (see rpc.ts). */

@@ -17,7 +17,7 @@ import { runCrashRounds } from './crash-rounds.js';
 import { tempDirPerTest } from '../support/temp-dir.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
 import { fileURLToPath } from 'node:url';
-import { createCriClient } from '../../src/cri/proto.js';
+import { createCriClient, unaryCall } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
 import { listNodePods } from '../../src/kubelet/node-pods.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
@@ -288,6 +288,71 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
     expect(second.output()).to.contain(s.createdId).and.to.contain('skipped a stored record the runtime cannot read');
     const ps = await crictlJson(second, ['ps', '-a', '-o', 'json']);
     expect(ps.containers.map((c: { id: string }) => c.id)).to.deep.equal([s.runningId]);
+  });
+
+  // containerd v2 (internal/cri/server/update_runtime_config.go) writes the kubelet's pod CIDR
+  // into a CNI config file in its conf dir; the restarted containerd loads that file, so the range
+  // survives a restart. Ours keeps it in the metadata store; a non-loopback range stays recorded
+  // and unused, as before the restart.
+  for (const how of ['SIGKILL', 'SIGTERM'] as const) {
+    it(`after ${how}: the pod CIDR UpdateRuntimeConfig set is kept over --pod-cidr; --ephemeral forgets it`, async () => {
+      let updated = testPodCidr();
+      while (updated === podCidr) updated = testPodCidr();
+      const prefix = (cidr: string): string => cidr.split('.').slice(0, 3).join('.');
+      const first = await start();
+      const cri = createCriClient(first.endpoint);
+      try {
+        await unaryCall(cri.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: updated } } });
+        await unaryCall(cri.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: '10.244.1.0/24' } } });
+      } finally {
+        cri.close();
+      }
+      const podFile = (name: string): string => {
+        const file = join(dir(), `${name}.json`);
+        writeFileSync(file, JSON.stringify({ metadata: { name, namespace: 'restart', uid: `uid-${name}`, attempt: 0 }, log_directory: join(dir(), `${name}-logs`) }));
+        return file;
+      };
+      const kept = (await runCrictl(first, ['runp', podFile('kept')])).stdout.trim();
+      const keptIp = (await crictlJson(first, ['inspectp', kept])).status.network.ip as string;
+      expect(keptIp).to.equal(`${prefix(updated)}.2`);
+      if (how === 'SIGKILL') await first.kill();
+      else await first.stop();
+      rt = undefined;
+
+      const second = await start();
+      expect((await crictlJson(second, ['info'])).config).to.include({ podCidr: updated, kubeletPodCidr: '10.244.1.0/24' });
+      expect((await crictlJson(second, ['inspectp', kept])).status.network.ip).to.equal(keptIp);
+      // The pool comes back with the reloaded sandbox's address taken.
+      const next = (await runCrictl(second, ['runp', podFile('next')])).stdout.trim();
+      expect((await crictlJson(second, ['inspectp', next])).status.network.ip).to.equal(`${prefix(updated)}.3`);
+      await second.stop();
+      rt = undefined;
+
+      const ephemeral = await start(['--ephemeral']);
+      const config = (await crictlJson(ephemeral, ['info'])).config;
+      expect(config.podCidr).to.equal(podCidr);
+      expect(config).to.not.have.property('kubeletPodCidr');
+    });
+  }
+
+  it('a stored pod CIDR the runtime cannot read is logged and skipped: --pod-cidr is used', async () => {
+    const first = await start();
+    const cri = createCriClient(first.endpoint);
+    try {
+      await unaryCall(cri.runtime, 'UpdateRuntimeConfig', { runtime_config: { network_config: { pod_cidr: '127.99.0.0/16' } } });
+    } finally {
+      cri.close();
+    }
+    await first.stop();
+    rt = undefined;
+    const db = new Database(join(dir(), 'state', 'metadata.db'));
+    const row = db.prepare("SELECT data FROM records WHERE kind = 'meta' AND id = 'network'").get() as { data: string };
+    expect(JSON.parse(row.data)).to.deep.equal({ v: 1, id: 'network', podCidr: '127.99.0.0/16', kubeletPodCidr: '' });
+    db.prepare("UPDATE records SET data = ? WHERE kind = 'meta' AND id = 'network'").run(JSON.stringify({ v: 1, id: 'network', podCidr: '127.99.0.0/33', kubeletPodCidr: '' }));
+    db.close();
+    const second = await start();
+    expect(second.output()).to.contain('skipped a stored record the runtime cannot read').and.to.contain('pod CIDR \\"127.99.0.0/33\\" is not an IPv4 CIDR');
+    expect((await crictlJson(second, ['info'])).config.podCidr).to.equal(podCidr);
   });
 
   it('the state dir is 0700 and a symlink planted as the database is refused', async () => {

@@ -1,6 +1,7 @@
 // Extreme but well-formed requests over the socket, each with the answer it must get: huge ids
 // and names, thousands of labels, extreme int64 values, unknown enum values, credential specs that
-// are deeply nested or huge JSON, and bytes that are not UTF-8 inside a string field. The runtime
+// are deeply nested or huge JSON, and bytes that are not UTF-8 inside a string field (refused as
+// containerd's grpc-go server refuses them). The runtime
 // answers each one promptly (a deadline on every call), stays healthy, and leaves no credential
 // spec file behind.
 import { expect } from 'chai';
@@ -155,18 +156,75 @@ describe('hardening: extreme requests get prompt, clear answers', function () {
     await runtime().call('runtime', 'RemoveContainer', { container_id: id });
   });
 
-  it('bytes that are not UTF-8 in a string field arrive as U+FFFD (protobufjs), and the answer names them', async () => {
-    // ContainerStatusRequest { container_id (1) = ff fe c0 }
-    const raw = new grpc.Client(runtime().rt.endpoint, grpc.credentials.createInsecure());
-    try {
-      const err = await new Promise<grpc.ServiceError | undefined>((resolve) => {
-        raw.makeUnaryRequest('/runtime.v1.RuntimeService/ContainerStatus', (b: Buffer) => b, (b: Buffer) => b, Buffer.from([0x0a, 3, 0xff, 0xfe, 0xc0]), { deadline: Date.now() + 5_000 }, (e) => resolve(e ?? undefined));
+  // containerd's server (grpc-go v1.72.1 server.go over protobuf-go v1.36.6 internal/impl/
+  // codec_field.go) refuses a request whose string field is not UTF-8 before any handler runs:
+  // INTERNAL "grpc: error unmarshalling request: string field contains invalid UTF-8"; a server
+  // stream's request: "grpc: failed to unmarshal the received message: …" (rpc_util.go recv).
+  describe('bytes that are not UTF-8 in a string field', () => {
+    const UNARY = 'grpc: error unmarshalling request: string field contains invalid UTF-8';
+    const STREAM = 'grpc: failed to unmarshal the received message: string field contains invalid UTF-8';
+    /** A length-delimited field: tag (field number, wire type 2), length, bytes. */
+    const field = (n: number, ...parts: Buffer[]): Buffer => {
+      const body = Buffer.concat(parts);
+      if (body.length > 127) throw new Error('the test fields are short');
+      return Buffer.concat([Buffer.from([(n << 3) | 2, body.length]), body]);
+    };
+    const NOT_UTF8 = Buffer.from([0xff, 0xfe, 0xc0]);
+    const send = async (path: string, bytes: Buffer): Promise<grpc.ServiceError | undefined> => {
+      const raw = new grpc.Client(runtime().rt.endpoint, grpc.credentials.createInsecure());
+      try {
+        return await new Promise<grpc.ServiceError | undefined>((resolve) => {
+          raw.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, bytes, { deadline: Date.now() + 5_000 }, (e) => resolve(e ?? undefined));
+        });
+      } finally {
+        raw.close();
+      }
+    };
+    const cases: Array<[string, string, Buffer]> = [
+      // ContainerStatusRequest { container_id (1) }
+      ['a top-level string (ContainerStatus.container_id)', 'RuntimeService/ContainerStatus', field(1, NOT_UTF8)],
+      // RunPodSandboxRequest { config (1) { metadata (1) { name (1) }, labels (6) { key (1), value (2) } } }
+      ['a map value in a nested message (RunPodSandbox config.labels)', 'RuntimeService/RunPodSandbox', field(1, field(1, field(1, Buffer.from('utf8'))), field(6, field(1, Buffer.from('app')), field(2, NOT_UTF8)))],
+      // ExecSyncRequest { container_id (1), cmd (2) repeated }
+      ['one element of a repeated string (ExecSync.cmd)', 'RuntimeService/ExecSync', Buffer.concat([field(1, Buffer.from('abc')), field(2, Buffer.from('echo')), field(2, Buffer.from([0xed, 0xa0, 0x80]))])],
+      // PullImageRequest { image (1) { image (1) } }: a UTF-8 overlong encoding of '/'
+      ['an overlong encoding (PullImage image.image)', 'ImageService/PullImage', field(1, field(1, Buffer.from([0xc0, 0xaf])))],
+      // CheckpointContainerRequest { container_id (1) }: decoded before the handler says Unimplemented
+      ['an RPC the runtime does not offer (CheckpointContainer)', 'RuntimeService/CheckpointContainer', field(1, NOT_UTF8)],
+    ];
+    for (const [what, rpc, bytes] of cases) {
+      it(`in ${what}: INTERNAL with grpc-go's text, and nothing is created`, async () => {
+        const before = await runtime().call('runtime', 'ListPodSandbox', {});
+        const err = await send(`/runtime.v1.${rpc}`, bytes);
+        expect(codeName(err!.code)).to.equal('INTERNAL');
+        expect(err!.details).to.equal(UNARY);
+        expect((await runtime().call('runtime', 'ListPodSandbox', {})).items).to.deep.equal(before.items);
       });
-      expect(codeName(err!.code)).to.equal('NOT_FOUND');
-      expect(err!.details).to.equal('container "\ufffd\ufffd\ufffd" not found');
-    } finally {
-      raw.close();
     }
+
+    it('in a server stream\'s request (StreamContainers filter.id): INTERNAL with the stream text', async () => {
+      const raw = new grpc.Client(runtime().rt.endpoint, grpc.credentials.createInsecure());
+      try {
+        // StreamContainersRequest { filter (1) { id (1) } }
+        const stream = raw.makeServerStreamRequest('/runtime.v1.RuntimeService/StreamContainers', (b: Buffer) => b, (b: Buffer) => b, field(1, field(1, NOT_UTF8)), { deadline: Date.now() + 5_000 });
+        const err = await new Promise<grpc.ServiceError | undefined>((resolve) => {
+          stream.on('error', (e: grpc.ServiceError) => resolve(e));
+          stream.on('end', () => resolve(undefined));
+          stream.on('data', () => undefined);
+        });
+        expect(codeName(err!.code)).to.equal('INTERNAL');
+        expect(err!.details).to.equal(STREAM);
+      } finally {
+        raw.close();
+      }
+    });
+
+    it('valid UTF-8 beyond ASCII decodes as before: the answer names it', async () => {
+      const id = 'ünïcödé-日本-😀';
+      const err = await send('/runtime.v1.RuntimeService/ContainerStatus', field(1, Buffer.from(id, 'utf8')));
+      expect(codeName(err!.code)).to.equal('NOT_FOUND');
+      expect(err!.details).to.equal(`container "${id}" not found`);
+    });
   });
 
   it('still answers Version', async () => {

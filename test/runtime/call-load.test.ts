@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { closeSync, existsSync, readFileSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CallLoad } from '../../src/runtime/call-load.js';
@@ -70,18 +70,19 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(await readFile(path, 'utf8')).to.equal('kept\n');
   });
 
-  it('a log writer of a lone call creates its file at once and writes small batches at once, keeping no descriptor', async () => {
+  it('a log writer of a lone call creates its file at once, writes small batches at once, and keeps its descriptor until close', async () => {
     const files = new LogFileHandles(4);
     const path = join(dir, 'app', '0.log');
     const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(1));
     expect(existsSync(path)).to.equal(true);
     writer.settleStart();
-    expect(files.isOpen(writer)).to.equal(false);
+    // The descriptor that created the file is the container's open log file now.
+    expect(files.isOpen(writer)).to.equal(true);
     writer.write('stdout', 'hello\n');
     await writer.flush();
-    expect(files.isOpen(writer)).to.equal(false);
+    expect(files.isOpen(writer)).to.equal(true);
     expect(await readFile(path, 'utf8')).to.match(/^\S+ stdout F hello\n$/);
-    // A large batch goes through the thread pool, which keeps the file open for the next one.
+    // A large batch goes through the thread pool, through the same open file.
     writer.write('stdout', `${'x'.repeat(20_000)}\n`);
     await writer.flush();
     expect(files.isOpen(writer)).to.equal(true);
@@ -89,6 +90,7 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     writer.write('stderr', 'after\n');
     await writer.flush();
     await writer.close();
+    expect(files.isOpen(writer)).to.equal(false);
     const lines = (await readFile(path, 'utf8')).split('\n');
     expect(lines[1]).to.match(/^\S+ stdout P x{16384}$/);
     expect(lines[2]).to.match(/^\S+ stdout F x{3616}$/);
@@ -96,7 +98,48 @@ describe('CallLoad: file operations of a lone call run inline', () => {
     expect(lines).to.have.length(5);
   });
 
-  it('a lone StartContainer returns with what the container printed at once in its log file, and its descriptor is closed right after', async () => {
+  // containerd keeps a container's log file open (its loggers are created once at the start):
+  // after the kubelet renames it, output goes to the renamed file until ReopenContainerLog
+  // creates new loggers at the path and closes the old ones (containerd v2
+  // internal/cri/server/container_log_reopen.go).
+  it('inline writes go through the kept descriptor: after a rename they land in the renamed file until reopen', async () => {
+    const files = new LogFileHandles(4);
+    const path = join(dir, 'app', '0.log');
+    const writer = await CriLogWriter.open(path, systemClock, undefined, files, loadOf(1));
+    writer.settleStart();
+    writer.write('stdout', 'before\n');
+    await writer.flush();
+    await rename(path, `${path}.1`);
+    writer.write('stdout', 'renamed\n');
+    await writer.flush();
+    // No open by path: nothing at the original path yet.
+    expect(existsSync(path)).to.equal(false);
+    await writer.reopen();
+    expect(existsSync(path)).to.equal(true);
+    writer.write('stdout', 'reopened\n');
+    await writer.flush();
+    await writer.close();
+    const texts = async (file: string): Promise<string[]> => (await readFile(file, 'utf8')).split('\n').filter((l) => l !== '').map((l) => l.split(' ').pop()!);
+    expect(await texts(`${path}.1`)).to.deep.equal(['before', 'renamed']);
+    expect(await texts(path)).to.deep.equal(['reopened']);
+  });
+
+  it('inline writes respect the bound on open log files: the least recently used idle file is closed, and reopened by path at its next write', async () => {
+    const files = new LogFileHandles(2);
+    const writers = await Promise.all([0, 1, 2].map((i) => CriLogWriter.open(join(dir, `w${i}`, '0.log'), systemClock, undefined, files, loadOf(1))));
+    for (const w of writers) w.settleStart();
+    expect(files.size).to.equal(2);
+    expect(files.isOpen(writers[0]!)).to.equal(false);
+    writers[0]!.write('stdout', 'again\n');
+    await writers[0]!.flush();
+    expect(files.isOpen(writers[0]!)).to.equal(true);
+    expect(files.size).to.equal(2);
+    await Promise.all(writers.map((w) => w.close()));
+    expect(files.size).to.equal(0);
+    expect(await readFile(join(dir, 'w0', '0.log'), 'utf8')).to.match(/^\S+ stdout F again\n$/);
+  });
+
+  it('a lone StartContainer returns with what the container printed at once in its log file, and its descriptor stays open until the container stops', async () => {
     const fixture = await openRuntime();
     const openFiles = (): number => readdirSync(existsSync('/proc/self/fd') ? '/proc/self/fd' : '/dev/fd').length;
     try {
@@ -110,16 +153,20 @@ describe('CallLoad: file operations of a lone call run inline', () => {
       await runtime.startContainer({ container_id: started });
       // Read before the event loop turns: the banner was written inside the call.
       expect(readFileSync(join(dir, 'pod', 'app', '0.log'), 'utf8')).to.match(/^\S+ stdout F \n\S+ stdout F {2}Service 'w3logsvc' has been stopped\n\S+ stdout F \n\S+ stdout F {2}Service 'w3logsvc' started\n$/);
-      // Closing the descriptor is tidy-up, after the reply.
+      // The descriptor that created the file stays open for the running container.
       expect(openFiles()).to.equal(before + 1);
       await afterTidyUp();
-      expect(openFiles()).to.equal(before);
+      expect(openFiles()).to.equal(before + 1);
       // A start that fails after the log file was created closes its descriptor too.
       expect((await rejection(runtime.startContainer({ container_id: failing }))).message).to.contain('no-such-command');
       expect(existsSync(join(dir, 'pod', 'broken', '0.log'))).to.equal(true);
       await afterTidyUp();
-      expect(openFiles()).to.equal(before);
+      expect(openFiles()).to.equal(before + 1);
+      // Stopped: the log file is closed with the container (in the thread pool, after the
+      // container is EXITED): waited for, within a bound.
       await runtime.stopContainer({ container_id: started, timeout: '0' });
+      for (const deadline = Date.now() + 10_000; openFiles() !== before && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+      expect(openFiles()).to.equal(before);
     } finally {
       await fixture.close();
     }

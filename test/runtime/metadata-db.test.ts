@@ -114,6 +114,31 @@ describe('runtime: durable metadata store', () => {
     }
   });
 
+  // containerd v2 internal/cri/server/update_runtime_config.go: the pod CIDR goes into a CNI
+  // config file in the conf dir, which a reboot keeps too.
+  it('the pod CIDR UpdateRuntimeConfig set survives a simulated reboot; the NOTREADY sandbox\'s IP is free again', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true, podCidr: '127.31.0.0/24' });
+    let sandboxId: string;
+    try {
+      await first.updateRuntimeConfig({ runtime_config: { network_config: { pod_cidr: '127.32.0.0/24' } } });
+      const sb = await runSandbox(first);
+      sandboxId = sb.id;
+      expect(first.context.sandboxes.get(sb.id)?.ip).to.equal('127.32.0.2');
+    } finally {
+      await first.close();
+    }
+    const second = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true, podCidr: '127.31.0.0/24', simulateReboot: true });
+    try {
+      expect(second.context.network.podIps.range).to.equal('127.32.0.0/24');
+      expect(second.context.network.podIps.allocated).to.equal(0);
+      expect(second.context.sandboxes.get(sandboxId)?.ip).to.equal('127.32.0.2');
+      const sb = await runSandbox(second, { metadata: { name: 'after-reboot', namespace: 'default', uid: 'uid-after-reboot', attempt: 0 } });
+      expect(second.context.sandboxes.get(sb.id)?.ip).to.equal('127.32.0.2');
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a durable start removes runtime-owned log directories no record owns, and never follows a planted symlink', async () => {
     const first = await NodeRuntime.open({ stateDir: join(dir(), 'state'), pullDelayMs: 0, durable: true });
     let kept: string;

@@ -1,6 +1,7 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { close as closeCallback, mkdirSync, open as openCallback, openSync, write as writeCallback, writeSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { promisify } from 'node:util';
 import { TidyUp } from '../../tidy-up.js';
 import type { CallLoad } from '../call-load.js';
 import { Rfc3339NanoFormatter, type Clock } from '../clock.js';
@@ -33,9 +34,18 @@ const INLINE_WRITE_MAX = 16 * 1024;
 /** How many log files stay open by default, across all containers of a runtime. */
 export const DEFAULT_OPEN_LOG_FILES = 128;
 
+const openAsync = promisify(openCallback);
+const closeAsync = promisify(closeCallback);
+function writeAsync(fd: number, data: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    writeCallback(fd, data, (err, written) => (err === null ? resolve(written) : reject(err)));
+  });
+}
+
 interface OpenLogFile {
-  handle: FileHandle;
-  /** Writes in flight on the handle; only an unused handle is closed to make room. */
+  /** The descriptor, opened for appending (a plain descriptor: the inline paths open with openSync). */
+  fd: number;
+  /** Writes in flight on the descriptor; only an unused one is closed to make room. */
   users: number;
   /** When it last moved to the newest end of the order (a count of such moves). */
   renewedAt: number;
@@ -43,11 +53,15 @@ interface OpenLogFile {
 
 /**
  * The open CRI log files of a runtime, at most `capacity` of them while idle (the least
- * recently used closed first, near enough: see `files`). A running container does not hold a
- * file descriptor: with one per container, a node of 20,000 running containers ran out of
- * descriptors (EMFILE) and then could not accept connections either. Files of containers that
- * wrote recently stay open, so a chatty container costs one write per batch, not an open and a
- * close.
+ * recently used closed first, near enough: see `files`). A container's file, once opened (by its
+ * start, its first write, or ReopenContainerLog), stays open until the container's writer closes
+ * it (the container exited or was stopped, or its log is reopened), as containerd keeps a
+ * container's log file open while the container runs; but no more than `capacity` files are
+ * kept across the runtime's containers: with one descriptor per container, a node of 20,000
+ * running containers ran out of descriptors (EMFILE) and then could not accept connections
+ * either. A file closed to make room is opened again (by path) at its container's next write,
+ * and kept again. So a chatty container costs one write per batch, not an open and a close,
+ * whichever path (inline or the thread pool) the batch takes.
  *
  * Callers serialise the operations for one key (each CriLogWriter runs them on its own chain).
  * One per runtime, with the runtime's tidy-up queue (closes after a reply) and the formatter of
@@ -83,42 +97,58 @@ export class LogFileHandles {
   }
 
   /** Runs `use` with the key's file open for appending, opening `path` if it is not open. */
-  async with<T>(key: object, path: string, use: (handle: FileHandle) => Promise<T>): Promise<T> {
+  async with<T>(key: object, path: string, use: (fd: number) => Promise<T>): Promise<T> {
     let file = this.files.get(key);
     if (file === undefined) {
-      file = { handle: await open(path, 'a', LOG_FILE_MODE), users: 0, renewedAt: ++this.renewals };
-      this.files.set(key, file);
-    } else if (this.renewals - file.renewedAt >= this.capacity / 2) {
-      this.files.delete(key);
-      this.files.set(key, file);
-      file.renewedAt = ++this.renewals;
+      const fd = await openAsync(path, 'a', LOG_FILE_MODE);
+      // A lone start's descriptor may have been adopted for the key meanwhile: one stays open.
+      file = this.files.get(key);
+      if (file === undefined) file = this.add(key, fd);
+      else this.tidyUp.closeLater(fd);
+    } else {
+      this.renew(key, file);
     }
     file.users++;
     try {
-      return await use(file.handle);
+      return await use(file.fd);
     } finally {
       file.users--;
       this.trim();
     }
   }
 
+  /** Appends `data` through the key's file in the thread pool, opening `path` if it is not open. */
+  write(key: object, path: string, data: string): Promise<number> {
+    return this.with(key, path, (fd) => writeAsync(fd, data));
+  }
+
   /**
-   * Appends data now, with the synchronous system calls: through the key's file if it is open,
-   * else by opening the path for this write only. For a small write of a lone call (CallLoad);
-   * like `with`, never for a key that has an operation in flight.
+   * Appends data now, with the synchronous system calls, through the key's file, opening `path`
+   * (and keeping it open among the others) if it is not open. For a small write of a lone call
+   * (CallLoad); like `with`, never for a key that has an operation in flight.
    */
   writeInline(key: object, path: string, data: string): void {
-    const file = this.files.get(key);
-    if (file !== undefined) {
-      writeSync(file.handle.fd, data);
+    let file = this.files.get(key);
+    if (file === undefined) {
+      file = this.add(key, openSync(path, 'a', LOG_FILE_MODE));
+      this.trim();
+    } else {
+      this.renew(key, file);
+    }
+    writeSync(file.fd, data);
+  }
+
+  /**
+   * Keeps `fd`, a descriptor open for appending to the key's file (a lone call's create), as the
+   * key's open file; when the key has one open already, `fd` is closed as tidy-up.
+   */
+  adopt(key: object, fd: number): void {
+    if (this.files.has(key)) {
+      this.tidyUp.closeLater(fd);
       return;
     }
-    const fd = openSync(path, 'a', LOG_FILE_MODE);
-    try {
-      writeSync(fd, data);
-    } finally {
-      closeSync(fd);
-    }
+    this.add(key, fd);
+    this.trim();
   }
 
   /**
@@ -147,7 +177,21 @@ export class LogFileHandles {
     const file = this.files.get(key);
     if (file === undefined) return;
     this.files.delete(key);
-    await file.handle.close().catch(() => undefined);
+    // close(2) releases the descriptor whatever it reports (Linux).
+    await closeAsync(file.fd).catch(() => undefined);
+  }
+
+  private add(key: object, fd: number): OpenLogFile {
+    const file = { fd, users: 0, renewedAt: ++this.renewals };
+    this.files.set(key, file);
+    return file;
+  }
+
+  private renew(key: object, file: OpenLogFile): void {
+    if (this.renewals - file.renewedAt < this.capacity / 2) return;
+    this.files.delete(key);
+    this.files.set(key, file);
+    file.renewedAt = ++this.renewals;
   }
 
   /** Closes the least recently used idle files beyond the capacity. */
@@ -159,7 +203,8 @@ export class LogFileHandles {
       if (excess <= 0) break;
       if (file.users > 0) continue;
       this.files.delete(key);
-      void file.handle.close().catch(() => undefined);
+      // As tidy-up: an inline write that made room answers its call first.
+      this.tidyUp.closeLater(file.fd);
       excess--;
     }
   }
@@ -173,15 +218,17 @@ const SETTLED: Promise<void> = Promise.resolve();
  * is written when its newline arrives (a trailing partial line at close is written as a full
  * one, as containerd's reader does at EOF). Writes are batched and asynchronous, and run one
  * after the other on one chain with `reopen` and `close`, so lines keep their order; `flush`,
- * `reopen` and `close` wait for them. The file is opened for each batch unless it is still among
- * the recently used open files (LogFileHandles): the writer itself holds no descriptor. A small
- * batch while at most one runtime call is in flight is written with the synchronous calls (see
- * CallLoad); the others go through the thread pool.
+ * `reopen` and `close` wait for them. The file opened at the start stays open among the
+ * runtime's open log files (LogFileHandles) until `close`, or `reopen` opens the path again
+ * (ReopenContainerLog), as containerd keeps it: after the kubelet renamed the file, output goes
+ * to the renamed file until ReopenContainerLog. A small batch while at most one runtime call is
+ * in flight is written with the synchronous calls (see CallLoad); the others go through the
+ * thread pool.
  *
- * One difference from a runtime that keeps the descriptor: after the file was renamed and before
- * ReopenContainerLog, output of a container whose file was closed meanwhile goes to a new file at
- * the original path instead of the renamed one. Rotation (kubelet) calls ReopenContainerLog right
- * after the rename, so readers see the same result.
+ * One difference remains, for a container whose file the bound on open files closed meanwhile:
+ * its next output opens the path again, so between a rename and ReopenContainerLog it goes to a
+ * new file at the original path instead of the renamed one. Rotation (kubelet) calls
+ * ReopenContainerLog right after the rename, so readers see the same result.
  */
 export class CriLogWriter {
   private pending: string[] | undefined = undefined;
@@ -239,8 +286,8 @@ export class CriLogWriter {
 
   /**
    * After a lone call's open: writes what the process printed so far through the descriptor the
-   * create opened, and leaves closing it to tidy-up (TidyUp); later output takes the usual
-   * path. A started container's first lines (a banner) so cost one write inside StartContainer,
+   * create opened, and keeps that descriptor as the container's open log file (LogFileHandles);
+   * later output takes the usual path through it. A started container's first lines (a banner) so cost one write inside StartContainer,
    * where they used to cost an open, a write and a close on the next turn of the event loop:
    * between the response and its trailers, which the client waits for. Does nothing for a writer
    * opened otherwise, or a second time.
@@ -259,9 +306,10 @@ export class CriLogWriter {
       }
     } catch (err) {
       this.writeFailed(err);
-    } finally {
-      this.files.tidyUp.closeLater(fd);
     }
+    // A writer already closed (a start that failed) keeps nothing open.
+    if (this.closed) this.files.tidyUp.closeLater(fd);
+    else this.files.adopt(this, fd);
   }
 
   /** Bytes written to log files by this writer (for the writable-layer figure of stats). */
@@ -382,7 +430,7 @@ export class CriLogWriter {
         // StopContainer waits for the last output to be written before the container is EXITED.
         if (this.startFd !== undefined) writeSync(this.startFd, data);
         else if (this.load?.alone === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
-        else await this.files.with(this, this.path, (handle) => handle.write(data));
+        else await this.files.write(this, this.path, data);
         this.written += Buffer.byteLength(data);
       } catch (err) {
         this.writeFailed(err);

@@ -8,6 +8,7 @@ import type { OciSeccomp } from '../oci/linux-security.js';
 import type { OciSpec } from '../oci/spec.js';
 import type { CredentialSpecDocument } from '../windows/credential-spec.js';
 import type { ContainerRecord, ContainerStatusData } from './container-store.js';
+import type { NetworkSettings } from '../runtime-context.js';
 import type { ImageRecord } from './image-store.js';
 import type { SandboxRecord, SandboxStatusData } from './sandbox-store.js';
 
@@ -135,6 +136,23 @@ export function encodeImage(r: ImageRecord): string {
   return encodeJson({ v: RECORD_FORMAT, ...r });
 }
 
+/** The id of the one `meta` row that holds the pod CIDRs UpdateRuntimeConfig set. */
+export const NETWORK_RECORD_ID = 'network';
+
+export interface StoredNetwork {
+  v: number;
+  id: typeof NETWORK_RECORD_ID;
+  /** The loopback range UpdateRuntimeConfig set ('' none: the pool uses `--pod-cidr`). */
+  podCidr: string;
+  /** The non-loopback pod CIDR the kubelet sent, recorded and not used ('' none). */
+  kubeletPodCidr: string;
+}
+
+export function encodeNetwork(n: NetworkSettings): string {
+  const stored: StoredNetwork = { v: RECORD_FORMAT, id: NETWORK_RECORD_ID, podCidr: n.updatedPodCidr, kubeletPodCidr: n.kubeletPodCidr };
+  return encodeJson(stored);
+}
+
 /** Parses a stored record and checks the fields every kind has; throws a message naming what is wrong. */
 export function decodeStored<T extends { v: number; id: string }>(id: string, data: string, fields: readonly string[]): T {
   const value = decodeJson(data);
@@ -151,3 +169,4 @@ export function decodeStored<T extends { v: number; id: string }>(id: string, da
 export const SANDBOX_FIELDS = ['name', 'config', 'os', 'createdAtNanos', 'ip', 'pid', 'logDirectory', 'ociSpec', 'status'] as const;
 export const CONTAINER_FIELDS = ['sandboxId', 'name', 'labels', 'annotations', 'imageConfig', 'os', 'createdAtNanos', 'logPath', 'args', 'securityOptions', 'config', 'status'] as const;
 export const IMAGE_FIELDS = ['repoTags', 'repoDigests', 'size', 'config', 'pinned'] as const;
+export const NETWORK_FIELDS = ['podCidr', 'kubeletPodCidr'] as const;
