@@ -160,6 +160,36 @@ describe('node mode against a real control plane', function () {
     expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
   });
 
+  // kubernetes v1.34 pkg/kubelet/kubelet_pods.go generateAPIPodStatus ("HostNetwork Pods inherit
+  // the node IPs as PodIPs"); containerd v2.2.7 internal/cri/server/sandbox_status.go getIPs
+  // reports no IP for a sandbox in the node's network (on Windows: a HostProcess pod).
+  it('a hostNetwork HostProcess pod has the node\'s IP as podIP; its sandbox reports none (crictl inspectp)', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'hostproc', namespace: 'default' },
+      spec: {
+        nodeName: 'winsim-1',
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        securityContext: { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } },
+        containers: [{ name: 'agent', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }],
+      },
+    });
+    const pod = await until('hostproc Running', 60_000, async () => {
+      const p = await podJson('hostproc');
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(pod.status.hostIP).to.equal('127.0.0.1');
+    expect(pod.status.podIP).to.equal('127.0.0.1');
+    expect(pod.status.podIPs).to.deep.equal([{ ip: '127.0.0.1' }]);
+    const sandboxes = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=hostproc', '-o', 'json']);
+    expect(sandboxes.items).to.have.length(1);
+    const inspected = await crictlJson(endpoint1(), ['inspectp', sandboxes.items[0].id]);
+    expect(inspected.status.network.ip).to.equal('');
+    await cp.kubectlOk(['delete', 'pod', 'hostproc', '--wait=true', '--timeout=60s']);
+  });
+
   it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode gmsa-kep)', async () => {
     const denied = kepExampleWith((doc) => {
       doc.DomainJoinConfig.MachineAccountName = 'SqlReporting';

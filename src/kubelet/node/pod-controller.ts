@@ -292,7 +292,7 @@ export class PodController implements PodHandler {
     this.recorder.record(pod, events);
     nodePod = await this.readNodePod(state.uid);
     this.recordBackoffs(state, nodePod, events);
-    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record), nodePod));
+    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record, [this.options.nodeIp])));
     this.armBackoffTimer(state);
   }
 
@@ -438,7 +438,7 @@ export class PodController implements PodHandler {
 
   // ---- status ----
 
-  private apiStatus(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): Record<string, unknown> {
+  private apiStatus(state: PodState, view: PodStatusView): Record<string, unknown> {
     const now = time(new Date());
     const conditions = view.conditions
       .filter((c) => c.type !== 'PodScheduled')
@@ -448,7 +448,8 @@ export class PodController implements PodHandler {
         state.transitions.set(c.type, { status: c.status, at });
         return { type: c.type, status: c.status, ...(c.reason === undefined ? {} : { reason: c.reason }), ...(c.message === undefined ? {} : { message: c.message }), lastProbeTime: null, lastTransitionTime: at };
       });
-    const podIp = nodePod?.podIp ?? '';
+    // The sandbox's IP, or the node's for a hostNetwork pod (generateAPIPodStatus).
+    const podIp = view.podIP ?? '';
     return {
       phase: view.phase,
       conditions,
@@ -502,9 +503,9 @@ export class PodController implements PodHandler {
       // A deleted pod's containers are not restarted: its phase is terminal.
       const final = { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } as V1Pod;
       const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
-      const view = computePodStatus(final, stopped, { ...state.record, containers: records });
+      const view = computePodStatus(final, stopped, { ...state.record, containers: records }, [this.options.nodeIp]);
       const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
-      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }, stopped));
+      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }));
       state.terminated = true;
     }
     try {
