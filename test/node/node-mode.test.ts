@@ -393,6 +393,41 @@ describe('node mode against a real control plane', function () {
     expect((await podJson('on-multi-2')).status.containerStatuses[0]).to.include({ containerID: `cri-winsim://${ps.containers[0].id}`, restartCount: 0, ready: true });
   });
 
+  // kubernetes v1.34 pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer (event
+  // Failed `Error: <message>`, reason RunContainerError); pkg/kubelet/container/helpers.go
+  // ShouldContainerBeRestarted (a container left created is started again); doBackOff in
+  // kuberuntime_manager.go counts exited containers only, so no CrashLoopBackOff here; the pod
+  // worker tries the failed sync again after backOffPeriod, 10 s (pod_workers.go completeWork).
+  it('a StartContainer fault: RunContainerError with the message and a Failed event; the created container is started again', async () => {
+    const runtimeDir = join(dir, 'rt-fault');
+    const target = { endpoint: `unix://${join(runtimeDir, 'cri.sock')}`, dir: runtimeDir };
+    const runtime = await startNodeProcess(['runtime', '--listen', target.endpoint, '--state-dir', runtimeDir, '--inject-fault', 'StartContainer=Unknown'], { readyText: 'cri-winsim runtime listening' });
+    const kubelet = await startNodeProcess(['kubelet', '--kubeconfig', await cp.nodeKubeconfig('winsim-2'), '--hostname-override', 'winsim-2', '--container-runtime-endpoint', target.endpoint, '--root-dir', join(dir, 'kubelet-fault'), '--port', '0']);
+    const message = 'fault injected by cri-winsim (--inject-fault StartContainer=Unknown): StartContainer failed before doing anything';
+    try {
+      await cp.apply(windowsPod('startfault', { nodeName: 'winsim-2', grace: 1 }));
+      const first = await until('startfault RunContainerError', 60_000, async () => {
+        const s = (await podJson('startfault')).status.containerStatuses?.[0];
+        return s?.state?.waiting?.reason === 'RunContainerError' ? s : undefined;
+      });
+      expect(first.state.waiting.message).to.equal(message);
+      const events = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=startfault', '-o', 'custom-columns=REASON:.reason,MESSAGE:.message', '--no-headers']);
+      expect(events.split('\n').map((l) => l.replace(/^(\S+)\s+/, '$1 '))).to.include(`Failed Error: ${message}`);
+      const again = await until('startfault started again', 45_000, async () => {
+        const s = (await podJson('startfault')).status.containerStatuses?.[0];
+        return s?.restartCount >= 1 ? s : undefined;
+      });
+      expect(again.state.waiting).to.deep.equal({ reason: 'RunContainerError', message });
+      const ps = await crictlJson(target, ['ps', '-a', '--label', 'io.kubernetes.pod.name=startfault', '-o', 'json']);
+      expect(ps.containers.length).to.be.at.least(2);
+      expect(new Set(ps.containers.map((c: any) => c.state))).to.deep.equal(new Set(['CONTAINER_CREATED']));
+    } finally {
+      await cp.kubectl(['delete', 'pod', 'startfault', '--grace-period=0', '--force']);
+      await kubelet.stop();
+      await runtime.stop();
+    }
+  });
+
   it('a kubelet restarted against a runtime that kept running adopts its containers instead of starting them again', async () => {
     const runtimeDir = join(dir, 'rt2');
     const target = { endpoint: `unix://${join(runtimeDir, 'cri.sock')}`, dir: runtimeDir };
