@@ -224,7 +224,10 @@ export function manifestErrorTexts(errors: readonly Error[]): string[] {
     if (m.invalidObject !== undefined && m.source !== undefined && m.field !== undefined) {
       const key = `${m.source.file}#${m.source.document}`;
       const group = groups.get(key) ?? { head: `${m.source.file}: document ${m.source.document}`, kind: m.invalidObject.kind, name: m.invalidObject.name, fields: [] };
-      group.fields.push(formatFieldError(m.field));
+      // kubectl prints a repeated cause once (statusCausesToAggrError): ValidatePodUpdate reports
+      // an invalid new toleration twice.
+      const text = formatFieldError(m.field);
+      if (!group.fields.includes(text)) group.fields.push(text);
       if (!groups.has(key)) {
         groups.set(key, group);
         lines.push(key); // placeholder, replaced below to keep the order of first appearance

@@ -163,8 +163,23 @@ export function podPhase(pod: V1Pod, init: readonly ContainerStatusView[], regul
 
 const namesOf = (statuses: readonly ContainerStatusView[]): string => `[${statuses.map((s) => s.name).join(' ')}]`;
 
-/** generateAPIPodStatus, reduced to what a node without probes knows. */
-export function computePodStatus(pod: V1Pod, nodePod: NodePod | undefined, record: PodRecord | undefined): PodStatusView {
+/**
+ * The pod's IP: the newest ready sandbox's, as the runtime reports it (convertStatusToAPIStatus);
+ * a hostNetwork pod, for which the runtime reports none, inherits the node's IP when the kubelet
+ * knows its node (generateAPIPodStatus does that only `if kl.kubeClient != nil`: a standalone
+ * kubelet, like `kubelet run` and the static-pod loop, leaves it unset).
+ */
+export function podIpOf(pod: V1Pod, nodePod: NodePod | undefined, hostIps: readonly string[] | undefined): string | undefined {
+  if (nodePod?.podIp) return nodePod.podIp;
+  if (pod.spec?.hostNetwork === true && hostIps !== undefined && hostIps.length > 0) return hostIps[0];
+  return undefined;
+}
+
+/**
+ * generateAPIPodStatus, reduced to what a node without probes knows. `hostIps`: the node's
+ * addresses, given by a kubelet that has an API server and a Node (node mode).
+ */
+export function computePodStatus(pod: V1Pod, nodePod: NodePod | undefined, record: PodRecord | undefined, hostIps?: readonly string[]): PodStatusView {
   const byName = new Map<string, NodeContainer[]>();
   for (const c of nodePod?.containers ?? []) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
   const initContainers = pod.spec?.initContainers ?? [];
@@ -190,10 +205,11 @@ export function computePodStatus(pod: V1Pod, nodePod: NodePod | undefined, recor
     condition('PodScheduled', true),
   ];
   const startTime = record?.startTime.replace(/\.\d{3}Z$/, 'Z') ?? nanosToTime(nodePod?.createdAt);
+  const podIp = podIpOf(pod, nodePod, hostIps);
   return {
     phase,
     conditions,
-    ...(nodePod?.podIp ? { podIP: nodePod.podIp } : {}),
+    ...(podIp === undefined ? {} : { podIP: podIp }),
     ...(startTime === undefined ? {} : { startTime }),
     ...(init.length === 0 ? {} : { initContainerStatuses: init }),
     containerStatuses: regular,

@@ -23,11 +23,11 @@
  * settings in annotations, which updates may change, so there the alpha webhook's rule answers.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1PodSchedulingGate, V1PodSpec, V1Toleration } from '@kubernetes/client-node';
 import { structuredPatch } from 'diff';
 import { AdmissionError, defaultGmsaDesign, invalidPodError, validateGmsaAlphaWebhookUpdate, validateGmsaWebhookUpdate, type AdmissionContext, type AdmissionResult } from './admission.js';
 import { child, forbidden, index, invalid, required, type FieldError } from './field-errors.js';
-import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
+import { defaultPodValidationOptions, validatePod, validateTolerations, type PodValidationOptions } from './validation.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -118,6 +118,45 @@ function validateContainerUpdates(next: readonly V1Container[], old: readonly V1
   return { errs, stop: false };
 }
 
+/** A toleration as Go's core.Toleration holds it: absent strings are empty. */
+const tolerationFields = (t: V1Toleration) => ({ key: t.key ?? '', operator: t.operator ?? '', value: t.value ?? '', effect: t.effect ?? '' });
+
+/**
+ * validateOnlyAddedTolerations: every existing toleration is still there, unchanged but for its
+ * tolerationSeconds (the first missing one is the only error); then the new list is validated.
+ */
+export function validateOnlyAddedTolerations(next: readonly V1Toleration[], old: readonly V1Toleration[], path: string): FieldError[] {
+  for (const existing of old) {
+    const kept = next.some((t) => isDeepStrictEqual(tolerationFields(t), tolerationFields(existing)));
+    if (!kept) return [forbidden(path, 'existing toleration can not be modified except its tolerationSeconds')];
+  }
+  return validateTolerations(next, path);
+}
+
+/**
+ * validateOnlyDeletedSchedulingGates: no gate the old pod did not have. Upstream walks a Go map,
+ * so with several new gates its order varies; here they come in list order.
+ */
+export function validateOnlyDeletedSchedulingGates(next: readonly V1PodSchedulingGate[], old: readonly V1PodSchedulingGate[], path: string): FieldError[] {
+  const oldNames = new Set(old.map((g) => g.name));
+  // The map keeps the last index of a name given twice.
+  const added = new Map<string, number>();
+  next.forEach((g, i) => {
+    if (!oldNames.has(g.name)) added.set(g.name, i);
+  });
+  return [...added].sort((a, b) => a[1] - b[1]).map(([name, i]) => forbidden(child(index(path, i), 'name'), `only deletion is allowed, but found new scheduling gate '${name}'`));
+}
+
+/** validateNodeSelectorMutation (gated pods): existing entries may be neither removed nor changed. */
+function validateNodeSelectorMutation(next: Record<string, string> | undefined, old: Record<string, string> | undefined, path: string): FieldError[] {
+  for (const [k, v] of Object.entries(old ?? {})) {
+    // The value prints as JSON, and Go marshals a map with its keys sorted.
+    const sorted = next === undefined ? null : Object.fromEntries(Object.entries(next).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    if (next?.[k] !== v) return [invalid(path, sorted, 'only additions to spec.nodeSelector are allowed (no mutations or deletions)')];
+  }
+  return [];
+}
+
 /** Semantic.DeepEqual treats an empty list as an absent one. */
 function semantic(value: unknown): Json {
   const normalise = (v: Json): Json | undefined => {
@@ -144,8 +183,8 @@ function unifiedDiff(a: string, b: string): string {
 
 /**
  * ValidatePodUpdate (kubernetes v1.34.12): the new pod's own validation, the container updates,
- * activeDeadlineSeconds, then the spec compared with the old one after the updatable fields were
- * set back. The first line of the last error is upstream's text; the diff under it is ours: a
+ * activeDeadlineSeconds, tolerations (only added), scheduling gates (only removed), then the spec
+ * compared with the old one after the updatable fields were set back. The first line of the last error is upstream's text; the diff under it is ours: a
  * unified diff of the v1 specs as JSON, where upstream diffs its internal types.
  */
 export function validatePodUpdate(next: V1Pod, old: V1Pod, options: PodValidationOptions = defaultPodValidationOptions): FieldError[] {
@@ -166,10 +205,11 @@ export function validatePodUpdate(next: V1Pod, old: V1Pod, options: PodValidatio
   } else if (oldDeadline !== undefined && oldDeadline !== null) {
     errs.push(invalid(deadlinePath, null, 'must not update from a positive integer to nil value'));
   }
+  errs.push(...validateOnlyAddedTolerations(nextSpec.tolerations ?? [], oldSpec.tolerations ?? [], 'spec.tolerations'));
+  errs.push(...validateOnlyDeletedSchedulingGates(nextSpec.schedulingGates ?? [], oldSpec.schedulingGates ?? [], 'spec.schedulingGates'));
   if (isDeepStrictEqual(semantic(nextSpec), semantic(oldSpec))) return errs;
 
   // Set the updatable fields back to the old values; what still differs may not change.
-  // (The tolerations-only-added and scheduling-gates-only-removed checks are not reproduced.)
   const munged = structuredClone(nextSpec);
   munged.containers = munged.containers.map((c, i) => ({ ...c, image: oldSpec.containers[i]?.image ?? c.image }));
   if (munged.initContainers !== undefined) munged.initContainers = munged.initContainers.map((c, i) => ({ ...c, image: oldSpec.initContainers?.[i]?.image ?? c.image }));
@@ -177,6 +217,12 @@ export function validatePodUpdate(next: V1Pod, old: V1Pod, options: PodValidatio
   setOrDelete(munged, 'schedulingGates', oldSpec.schedulingGates);
   setOrDelete(munged, 'tolerations', oldSpec.tolerations);
   if ((oldSpec.terminationGracePeriodSeconds ?? 0) < 0 && munged.terminationGracePeriodSeconds === 1) munged.terminationGracePeriodSeconds = oldSpec.terminationGracePeriodSeconds!;
+  // A gated pod (one that still has scheduling gates) may gain nodeSelector entries. (Its node
+  // affinity rules, also relaxed upstream, are not reproduced: a change there is refused below.)
+  if ((oldSpec.schedulingGates ?? []).length > 0 && !isDeepStrictEqual(semantic(munged.nodeSelector), semantic(oldSpec.nodeSelector))) {
+    errs.push(...validateNodeSelectorMutation(munged.nodeSelector, oldSpec.nodeSelector, 'spec.nodeSelector'));
+    setOrDelete(munged, 'nodeSelector', oldSpec.nodeSelector);
+  }
   if (!isDeepStrictEqual(semantic(munged), semantic(oldSpec))) {
     const diff = unifiedDiff(`${JSON.stringify(semantic(oldSpec), null, 1)}\n`, `${JSON.stringify(semantic(munged), null, 1)}\n`);
     errs.push(forbidden('spec', `pod updates may not change fields other than ${updatablePodSpecFields.join(',')}\n${diff}`));

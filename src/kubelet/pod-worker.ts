@@ -161,6 +161,26 @@ export function effectivePullPolicy(container: V1Container): 'Always' | 'IfNotPr
 
 const ContainerStateExited = 2;
 
+/** What the pod workers read of a container's newest attempt. */
+export interface LatestAttempt {
+  readonly state: 'Created' | 'Running' | 'Exited' | 'Unknown';
+  readonly exitCode?: number;
+}
+
+/**
+ * ShouldContainerBeRestarted (kubernetes v1.34 pkg/kubelet/container/helpers.go): a container
+ * never run is started; a running one is left alone; one left `Created` or `Unknown` is started
+ * again (a failed StartContainer that left the container created would otherwise be stuck; for
+ * init containers computeInitContainerActions says the same); an exited one per restartPolicy.
+ */
+export function shouldStartContainer(pod: V1Pod, latest: LatestAttempt | undefined): boolean {
+  if (latest === undefined) return true;
+  if (latest.state === 'Running') return false;
+  if (latest.state === 'Created' || latest.state === 'Unknown') return true;
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  return policy === 'Always' || (policy === 'OnFailure' && (latest.exitCode ?? 0) !== 0);
+}
+
 class ContainerStartFailure extends Error {
   constructor(
     readonly reason: string,

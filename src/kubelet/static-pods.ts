@@ -21,7 +21,7 @@ import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
-import { runPodOnce, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
+import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore } from './pod-records.js';
 import { nanosToTime } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
@@ -75,6 +75,8 @@ interface Backoff {
   delayMs: number;
   notBefore: number;
   reason: 'CrashLoopBackOff' | 'ImagePullBackOff';
+  /** The waiting reason of the failed start that set it (RunContainerError, …), if one did. */
+  failure?: string | undefined;
 }
 
 /** restartPolicy: Always restarts any exit, OnFailure a non-zero one, Never none. */
@@ -202,14 +204,20 @@ export class StaticPodSyncLoop {
     return `${pod.metadata!.uid}/${container}`;
   }
 
-  /** A failed start or an exit: the next attempt waits, twice as long each time up to the cap. */
-  private noteFailure(pod: V1Pod, container: string, reason: string | undefined): void {
+  /**
+   * A failed start or an exit: the next attempt waits, twice as long each time up to the cap
+   * (doBackOff's backOff.Next). `advance` false: a start that failed and left no exited container
+   * (the runtime refused StartContainer before doing anything) has nothing for doBackOff to count;
+   * the kubelet's pod worker tries the failed sync again after its fixed back-off period, the
+   * initial delay (pod_workers.go completeWork, kubelet.go backOffPeriod 10 s).
+   */
+  private noteFailure(pod: V1Pod, container: string, reason: string | undefined, advance = true): void {
     const k = this.backoffKey(pod, container);
     const previous = this.backoffs.get(k);
     const initial = this.options.backoffInitialMs ?? 10_000;
-    const delayMs = previous === undefined ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
     const pull = reason === 'ErrImagePull' || reason === 'ErrImageNeverPull' || reason === 'ImagePullBackOff';
-    this.backoffs.set(k, { delayMs, notBefore: this.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff' });
+    const delayMs = previous === undefined || !(advance || pull) ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
+    this.backoffs.set(k, { delayMs, notBefore: this.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff', failure: reason });
   }
 
   /** computePodActions for a running sandbox: start missing containers, restart exited ones per policy. */
@@ -220,18 +228,17 @@ export class StaticPodSyncLoop {
     for (const container of pod.spec?.initContainers ?? []) {
       const current = latest.get(container.name);
       if (current?.state === 'Exited' && current.exitCode === 0) continue;
-      if (current !== undefined && current.state !== 'Exited') return false;
-      // An init container that failed is retried unless the pod never restarts anything.
-      if (current !== undefined && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return false;
+      if (current?.state === 'Running') return false;
+      // An init container that failed is retried unless the pod never restarts anything; one left
+      // created by a failed start is started again (computeInitContainerActions).
+      if (current?.state === 'Exited' && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return false;
       const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
       if (backoff !== undefined && this.now() < backoff.notBefore) return false;
       return this.restart(pod, container, 'init', nodePod, current, options, events);
     }
     for (const container of pod.spec?.containers ?? []) {
       const current = latest.get(container.name);
-      const exited = current?.state === 'Exited';
-      if (current !== undefined && !exited) continue;
-      if (exited && !shouldRestart(pod, current.exitCode ?? 0)) continue;
+      if (!shouldStartContainer(pod, current)) continue;
       const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
       if (backoff !== undefined && this.now() < backoff.notBefore) continue;
       any = (await this.restart(pod, container, 'regular', nodePod, current, options, events)) || any;
@@ -249,7 +256,7 @@ export class StaticPodSyncLoop {
     events: (PodEvent & { pod: string })[],
   ): Promise<boolean> {
     const own: PodEvent[] = [];
-    if (current !== undefined) own.push({ type: 'Warning', reason: 'BackOff', message: 'Back-off restarting failed container', container: container.name });
+    if (current?.state === 'Exited') own.push({ type: 'Warning', reason: 'BackOff', message: 'Back-off restarting failed container', container: container.name });
     const outcome = await startContainer(this.cri, pod, container, kind, {
       sandboxId: nodePod.sandboxId,
       sandboxConfig: buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot }),
@@ -265,9 +272,10 @@ export class StaticPodSyncLoop {
       containers: containerRecords(r.containers, [outcome], { [container.name]: attempt }),
       events: mergeEvents(r.events, own, at),
     }));
-    // Each restart (and each failed start) pushes the next one further out; a first start of an
-    // init container that simply follows the previous one does not.
-    if (current !== undefined || outcome.state === 'waiting') this.noteFailure(pod, container.name, outcome.state === 'waiting' ? outcome.reason : undefined);
+    // Each restart of an exited container (and each failed start) pushes the next one further out;
+    // a first start of an init container that simply follows the previous one does not.
+    const exited = current?.state === 'Exited';
+    if (exited || outcome.state === 'waiting') this.noteFailure(pod, container.name, outcome.state === 'waiting' ? outcome.reason : undefined, exited);
     return outcome.state === 'started';
   }
 
@@ -286,6 +294,9 @@ export class StaticPodSyncLoop {
       const current = latest.get(container.name);
       const waiting = current === undefined || (current.state === 'Exited' && shouldRestart(pod, current.exitCode ?? 0) && !(initNames.has(container.name) && current.exitCode === 0));
       if (backoff !== undefined && waiting && this.now() < backoff.notBefore) shown = initNames.has(container.name) ? `Init:${backoff.reason}` : backoff.reason;
+      // A container a failed start left created waits with that start's reason (the kubelet's
+      // reason cache), not ContainerCreating.
+      else if (current?.state === 'Created' && backoff?.failure !== undefined) shown = initNames.has(container.name) ? `Init:${backoff.failure}` : backoff.failure;
     }
     const startTime = nanosToTime(nodePod.createdAt);
     return { namespace: nodePod.namespace, name: nodePod.name, ready, status: shown, restarts, ...(startTime === undefined ? {} : { startTime }) };

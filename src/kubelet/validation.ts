@@ -3,7 +3,7 @@
  * (kubernetes pkg/apis/core/validation): the identity fields, container names and images, and the
  * Windows rules (windowsOptions, hostProcess) with their upstream messages and order.
  */
-import type { V1Container, V1Pod, V1PodSpec, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1PodSpec, V1Toleration, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
 import { child, duplicate, forbidden, index, invalid, notSupported, required, type FieldError } from './field-errors.js';
 
 // apimachinery's RegexError shape, quirks included ("'my-name',  or '123-abc'").
@@ -45,6 +45,78 @@ export function isDNS1123Label(value: string): string[] {
       ),
     );
   }
+  return errs;
+}
+
+// apimachinery v0.34.12 pkg/util/validation/validation.go: qualified names (label keys) and label values.
+const qualifiedNameFmt = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
+const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const qualifiedName = new RegExp(`^${qualifiedNameFmt}$`);
+const labelValueFmt = `(${qualifiedNameFmt})?`;
+const labelValue = new RegExp(`^${labelValueFmt}$`);
+
+/** IsQualifiedName: `[prefix/]name`, the prefix a DNS subdomain, the name at most 63 characters. */
+export function isQualifiedName(value: string): string[] {
+  const errs: string[] = [];
+  const parts = value.split('/');
+  let name: string;
+  if (parts.length === 1) name = parts[0]!;
+  else if (parts.length === 2) {
+    const prefix = parts[0]!;
+    name = parts[1]!;
+    if (prefix.length === 0) errs.push('prefix part must be non-empty');
+    else errs.push(...isDNS1123Subdomain(prefix).map((m) => `prefix part ${m}`));
+  } else {
+    return [`a qualified name ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+  }
+  if (name.length === 0) errs.push('name part must be non-empty');
+  else if (name.length > 63) errs.push('name part must be no more than 63 characters');
+  if (!qualifiedName.test(name)) errs.push(`name part ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')}`);
+  return errs;
+}
+
+/** IsValidLabelValue: empty, or a qualified name part of at most 63 characters. */
+export function isValidLabelValue(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > 63) errs.push('must be no more than 63 characters');
+  if (!labelValue.test(value)) {
+    errs.push(regexError("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character", labelValueFmt, 'MyValue', 'my_value', '12345'));
+  }
+  return errs;
+}
+
+/**
+ * ValidateTolerations (kubernetes v1.34.12 pkg/apis/core/validation/validation.go): key a label
+ * name, an empty key only with Exists, tolerationSeconds only with NoExecute, the value per
+ * operator (Equal or empty: a label value; Exists: empty), a known effect.
+ */
+export function validateTolerations(tolerations: readonly V1Toleration[], path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  tolerations.forEach((t, i) => {
+    const at = index(path, i);
+    const key = t.key ?? '';
+    const operator = t.operator ?? '';
+    const value = t.value ?? '';
+    const effect = t.effect ?? '';
+    if (key.length > 0) errs.push(...isQualifiedName(key).map((m) => invalid(child(at, 'key'), key, m)));
+    if (key.length === 0 && operator !== 'Exists') {
+      errs.push(invalid(child(at, 'operator'), operator, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'));
+    }
+    if (t.tolerationSeconds !== undefined && t.tolerationSeconds !== null && effect !== 'NoExecute') {
+      errs.push(invalid(child(at, 'effect'), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+    }
+    if (operator === 'Equal' || operator === '') {
+      const msgs = isValidLabelValue(value);
+      if (msgs.length > 0) errs.push(invalid(child(at, 'operator'), value, msgs.join(';')));
+    } else if (operator === 'Exists') {
+      if (value.length > 0) errs.push(invalid(child(at, 'operator'), value, "value must be empty when `operator` is 'Exists'"));
+    } else {
+      errs.push(notSupported(child(at, 'operator'), operator, ['Equal', 'Exists']));
+    }
+    if (effect.length > 0 && !['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
+      errs.push(notSupported(child(at, 'effect'), effect, ['NoSchedule', 'PreferNoSchedule', 'NoExecute']));
+    }
+  });
   return errs;
 }
 
@@ -206,7 +278,7 @@ function validateContainerList(containers: readonly V1Container[], path: string,
 
 /**
  * ValidatePod, reduced to what a Windows node's pod path depends on: metadata identity, container
- * names and images, windowsOptions at every level, and the HostProcess rules.
+ * names and images, windowsOptions at every level, the HostProcess rules and tolerations.
  */
 export function validatePod(pod: V1Pod, options: PodValidationOptions = defaultPodValidationOptions): FieldError[] {
   const errs: FieldError[] = [];
@@ -232,6 +304,7 @@ export function validatePod(pod: V1Pod, options: PodValidationOptions = defaultP
   }
   errs.push(...validateWindowsOptions(spec.securityContext?.windowsOptions, 'spec.securityContext.windowsOptions'));
   errs.push(...validateWindowsHostProcessPod(spec, 'spec', options));
+  errs.push(...validateTolerations(spec.tolerations ?? [], 'spec.tolerations'));
   errs.push(...validatePodOS(spec, 'spec'));
   // ValidatePodCreate: ephemeral containers only through the ephemeralcontainers subresource.
   if ((spec.ephemeralContainers ?? []).length > 0) errs.push(forbidden('spec.ephemeralContainers', 'cannot be set on create'));

@@ -75,7 +75,8 @@ function buildSandboxFiles(sandbox: SandboxRecord): Map<string, string> {
   return new Map([
     ...sysctls,
     ['/etc/hostname', `${sandbox.hostname}\n`],
-    ['/etc/hosts', `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${sandbox.ip}\t${sandbox.hostname}\n`],
+    // A pod in the node's network has no address of its own to name (its sandbox has no IP).
+    ['/etc/hosts', `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${sandbox.ip === '' ? '' : `${sandbox.ip}\t${sandbox.hostname}\n`}`],
     ['/etc/resolv.conf', resolv.length > 0 ? `${resolv.join('\n')}\n` : ''],
   ]);
 }

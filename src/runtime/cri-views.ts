@@ -5,6 +5,7 @@ import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
 import { nanosToWire } from './clock.js';
 import { containerStatusPlatform } from './container-start-windows.js';
+import { isHostNetwork } from './network/host-network.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import { imageUser, type ImageRecord } from './store/image-store.js';
@@ -38,7 +39,10 @@ export function toPodSandboxStatus(s: SandboxRecord): PodSandboxStatus {
     metadata: s.config.metadata,
     state: s.status.state,
     created_at: nanosToWire(s.createdAtNanos),
-    network: { ip: ready ? s.ip : '', additional_ips: [] },
+    // containerd's getIPs (internal/cri/server/sandbox_status.go): no IP for a sandbox in the
+    // node's network ("we are not responsible for reporting the IP"), none once its network
+    // namespace is closed (stopped).
+    network: { ip: ready && !isHostNetwork(s.config) ? s.ip : '', additional_ips: [] },
     labels: s.labels,
     annotations: s.annotations,
     runtime_handler: s.runtimeHandler,

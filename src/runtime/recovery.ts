@@ -2,6 +2,7 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startInitProcess } from './container-start.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
+import { isHostNetwork } from './network/host-network.js';
 import { parseIpv4Cidr } from './network/pod-ip-pool.js';
 import { ProcessTable } from './process/process-table.js';
 import { applyPodCidr } from './runtime-status.js';
@@ -203,6 +204,9 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
     if (sandbox.ip !== '' && !ctx.network.podIps.reserve(sandbox.ip)) {
       ctx.logger.error({ podSandboxId: sandbox.id, ip: sandbox.ip }, 'a reloaded sandbox\'s pod IP is held by another sandbox');
     }
+    // A sandbox in the node's network has no pod network to restore (containerd's getNetNS loads
+    // none for it), and so no host ports of the portmap plugin.
+    if (isHostNetwork(sandbox.config)) continue;
     try {
       await ctx.network.hostPorts.bind(sandbox, sandbox.config.port_mappings, () => undefined);
       report.hostPorts += sandbox.config.port_mappings.filter((m) => m.host_port > 0 && m.protocol === 0).length;

@@ -5,6 +5,7 @@ import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandbo
 import { CleanupStack } from './cleanup.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
+import { isHostNetwork } from './network/host-network.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable } from './process/process-table.js';
@@ -24,8 +25,8 @@ function pauseNamespace(sandboxId: string, argv: string[], now: bigint): Process
 }
 
 /**
- * RunPodSandbox: validates the config, reserves the sandbox name, gives the pod an IP and a
- * hostname, and records a READY sandbox.
+ * RunPodSandbox: validates the config, reserves the sandbox name, gives the pod an IP (unless it
+ * uses the node's network) and a hostname, and records a READY sandbox.
  */
 export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxRequest__Output): Promise<RunPodSandboxResponse> {
   const config = req.config;
@@ -51,11 +52,19 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
 
     const os = config.windows !== null ? 'windows' : ctx.settings.defaultSandboxOs;
     const hostname = config.hostname !== '' ? config.hostname : metadata.name;
-    const ip = ctx.network.podIps.allocate();
-    cleanup.defer(`release pod IP ${ip}`, () => ctx.network.podIps.release(ip));
-    await ctx.network.hostPorts.bind({ id, name, ip }, config.port_mappings, (m) =>
-      ctx.logger.warn({ podSandboxId: id, hostPort: m.host_port, protocol: m.protocol }, 'host port not bound: the simulator forwards TCP host ports only'));
-    cleanup.defer(`release host ports of ${id}`, () => ctx.network.hostPorts.release(id));
+    // A pod in the node's network gets no network of its own: containerd sets up the pod network
+    // (CNI: an IP, and the portmap plugin's host ports) only when host networking was not
+    // requested (internal/cri/server/sandbox_run.go, `if !hostNetwork(config)`). Its servers
+    // listen on the node's address and ports directly (podListenAddress).
+    let ip = '';
+    if (!isHostNetwork(config)) {
+      const podIp = ctx.network.podIps.allocate();
+      ip = podIp;
+      cleanup.defer(`release pod IP ${podIp}`, () => ctx.network.podIps.release(podIp));
+      await ctx.network.hostPorts.bind({ id, name, ip }, config.port_mappings, (m) =>
+        ctx.logger.warn({ podSandboxId: id, hostPort: m.host_port, protocol: m.protocol }, 'host port not bound: the simulator forwards TCP host ports only'));
+      cleanup.defer(`release host ports of ${id}`, () => ctx.network.hostPorts.release(id));
+    }
     const ociSpec = composeSpec(
       os,
       withProcessArgs(os === 'windows' ? ['c:\\windows\\system32\\cmd.exe', '/c', 'pause.exe'] : ['/pause']),

@@ -2,7 +2,9 @@
 // (Kubernetes v1.34.12, test/support/control-plane.ts) driven by the real kubectl: the 422 of an
 // inlined credential spec over 64 KiB at creation, the aggregate of several field errors, and the
 // 422 of a GMSA change on update (pod spec immutability, ValidatePodUpdate), which a real API
-// server answers before any validating webhook could. Skipped when the tools are not built.
+// server answers before any validating webhook could, and ValidatePodUpdate's rules for
+// tolerations (only added), scheduling gates (only removed) and a gated pod's nodeSelector.
+// Skipped when the tools are not built.
 import { expect } from 'chai';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitPod, type AdmissionError } from '../../src/kubelet/admission.js';
@@ -18,7 +20,8 @@ const context = { cluster, user: requestingUser('alice'), design: 'webhook' as c
 
 /** How kubectl prints a 422: `The Pod "x" is invalid: a`, or for several `The Pod "x" is invalid: \n* a\n* b`. */
 function kubectlText(error: AdmissionError, name: string): string {
-  const fields = (error.fields ?? []).map(formatFieldError);
+  // A repeated cause is printed once (kubectl's statusCausesToAggrError).
+  const fields = [...new Set((error.fields ?? []).map(formatFieldError))];
   return `The Pod ${JSON.stringify(name)} is invalid: ${fields.length === 1 ? fields[0] : `\n${fields.map((f) => `* ${f}`).join('\n')}`}\n`;
 }
 
@@ -61,6 +64,49 @@ describe('API server texts: the simulation against a real kube-apiserver v1.34.1
     const pod: V1Pod = { metadata: { name: 'two', namespace: 'default' }, spec: { securityContext: { windowsOptions: { runAsUserName: '' } }, containers: [{ name: 'IIS', image: 'x' }] } };
     expect(real.stderr).to.equal(kubectlText(refused(admitPod(pod, context)), 'two'));
   });
+
+  it('invalid tolerations on create: the same list (validation.go ValidateTolerations)', async () => {
+    const pod: V1Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'tolerations', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'x' }], tolerations: [{ value: 'v' }, { key: '/k', value: '-x', effect: 'NoSchedule', tolerationSeconds: 5 }, { key: 'a/b/c', operator: 'Matches' }] },
+    };
+    const real = await cp!.kubectl(['create', '-f', '-'], { input: JSON.stringify(pod) });
+    expect(real.code).to.equal(1);
+    expect(real.stderr).to.equal(kubectlText(refused(admitPod(pod, context)), 'tolerations'));
+  });
+
+  // The DefaultTolerationSeconds admission plugin adds these on create unless the pod has them;
+  // written out, they are in both the live pod and the update.
+  const defaultTolerations = [
+    { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+  ];
+  const os = { key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' };
+  const updates: { name: string; old: Partial<NonNullable<V1Pod['spec']>>; next: Partial<NonNullable<V1Pod['spec']>> }[] = [
+    { name: 'tol-modified', old: { tolerations: [...defaultTolerations, os] }, next: { tolerations: [...defaultTolerations, { ...os, value: 'linux' }] } },
+    { name: 'tol-invalid', old: { tolerations: defaultTolerations }, next: { tolerations: [...defaultTolerations, { key: 'a', operator: 'Exists', value: 'v', effect: 'Sometimes' }] } },
+    { name: 'gate-added', old: { tolerations: defaultTolerations, schedulingGates: [{ name: 'a' }] }, next: { tolerations: defaultTolerations, schedulingGates: [{ name: 'a' }, { name: 'example.com/wait' }] } },
+    {
+      name: 'gated-selector',
+      old: { tolerations: defaultTolerations, schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'windows' } },
+      next: { tolerations: defaultTolerations, schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'linux', disk: 'ssd' } },
+    },
+  ];
+  for (const u of updates) {
+    it(`ValidatePodUpdate ${u.name}: the same 422 text (validation.go validateOnlyAddedTolerations, validateOnlyDeletedSchedulingGates, validateNodeSelectorMutation)`, async () => {
+      const pod = (extra: Partial<NonNullable<V1Pod['spec']>>): V1Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: u.name, namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'x' }], ...extra } });
+      // apply, as `kubelet run` of a changed file is: what the server set (the service account
+      // and its token volume) stays in the update.
+      expect((await cp!.kubectl(['apply', '-f', '-'], { input: JSON.stringify(pod(u.old)) })).code).to.equal(0);
+      const real = await cp!.kubectl(['apply', '-f', '-'], { input: JSON.stringify(pod(u.next)) });
+      expect(real.code).to.equal(1);
+      const simulated = updatePod(pod(u.next), pod(u.old), context);
+      if (simulated.allowed) throw new Error('expected a refusal');
+      expect(real.stderr).to.equal(kubectlText(simulated.error, u.name));
+    });
+  }
 
   it('a changed gmsaCredentialSpecName on update: 422 pod updates may not change fields…, first line identical, then a diff hunk', async () => {
     const yaml = (name: string) =>

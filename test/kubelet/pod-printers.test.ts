@@ -48,6 +48,14 @@ describe('kubectl texts for refusals', () => {
       'error: one.yaml: document 1: The Pod "solo" is invalid: spec.containers: Required value',
     ]);
   });
+
+  // kubectl v0.34.12 pkg/cmd/util/helpers.go statusCausesToAggrError.
+  it('prints a repeated cause once, as kubectl does', () => {
+    const source = { file: 'p.yaml', document: 1 };
+    const field = { path: 'spec.tolerations[0].operator', type: 'Invalid value' as const, value: 'v', detail: "value must be empty when `operator` is 'Exists'" };
+    const lines = manifestErrorTexts([new ManifestError(source, field, { kind: 'Pod', name: 'web' }), new ManifestError(source, field, { kind: 'Pod', name: 'web' })]);
+    expect(lines).to.deep.equal(['error: p.yaml: document 1: The Pod "web" is invalid: spec.tolerations[0].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'']);
+  });
 });
 
 describe('kubectl get pods table', () => {

@@ -181,6 +181,24 @@ describe('pod status from the runtime and the kubelet record (generateAPIPodStat
     expect(status.podIP).to.equal('127.10.0.2');
   });
 
+  // kubernetes v1.34 pkg/kubelet/kubelet_pods.go generateAPIPodStatus: "HostNetwork Pods inherit
+  // the node IPs as PodIPs", inside `if kl.kubeClient != nil` (a kubelet with an API server);
+  // convertStatusToAPIStatus takes the runtime's IPs first.
+  describe('podIP of a hostNetwork pod', () => {
+    const hostNetworkPod: V1Pod = { ...spec(['app']), spec: { ...spec(['app']).spec!, hostNetwork: true } };
+    const noIp = { ...node([{}]), podIp: '' };
+    const table: [string, V1Pod, NodePod | undefined, string[] | undefined, string | undefined][] = [
+      ['node mode: the node\'s IP, as the runtime reports none', hostNetworkPod, noIp, ['127.0.0.1'], '127.0.0.1'],
+      ['node mode: the node\'s IP before the sandbox exists', hostNetworkPod, undefined, ['127.0.1.3'], '127.0.1.3'],
+      ['node mode: a pod-network pod keeps the sandbox\'s IP', spec(['app']), node([{}]), ['127.0.0.1'], '127.10.0.2'],
+      ['node mode: a pod-network pod without a ready sandbox has none', spec(['app']), noIp, ['127.0.0.1'], undefined],
+      ['standalone (kubelet run, static pods): no kubeClient, no node IP', hostNetworkPod, noIp, undefined, undefined],
+    ];
+    for (const [name, pod, nodePod, hostIps, expected] of table) {
+      it(name, () => expect(computePodStatus(pod, nodePod, undefined, hostIps).podIP).to.equal(expected));
+    }
+  });
+
   it('CRI nanoseconds become second-precision RFC 3339; 0 is unset', () => {
     expect(nanosToTime('1700000000123456789')).to.equal('2023-11-14T22:13:20Z');
     expect(nanosToTime('0')).to.equal(undefined);

@@ -107,6 +107,99 @@ describe('ValidatePodUpdate (kubernetes v1.34.12)', () => {
   });
 });
 
+// kubernetes v1.34.12 pkg/apis/core/validation/validation.go ValidatePodUpdate:
+// validateOnlyAddedTolerations (then ValidateTolerations of the new list, which ValidatePodSpec
+// runs too: the API's message shows such an error once), validateOnlyDeletedSchedulingGates, and
+// for a gated pod validateNodeSelectorMutation.
+describe('ValidatePodUpdate: tolerations, scheduling gates, gated node selectors', () => {
+  const noExecute = { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
+  const os = { key: 'os', operator: 'Equal', value: 'windows', effect: 'NoSchedule' };
+  const withSpec = (extra: Partial<NonNullable<V1Pod['spec']>>): V1Pod => {
+    const pod = live();
+    Object.assign(pod.spec!, extra);
+    return pod;
+  };
+  // An invalid new toleration is reported by ValidatePodSpec and again by validateOnlyAddedTolerations.
+  const twice = (errs: string[]): string[] => [...errs, ...errs];
+  const cases: { name: string; old: Partial<NonNullable<V1Pod['spec']>>; next: Partial<NonNullable<V1Pod['spec']>>; expected: string[] }[] = [
+    { name: 'a toleration added', old: { tolerations: [os] }, next: { tolerations: [os, noExecute] }, expected: [] },
+    { name: 'tolerationSeconds changed', old: { tolerations: [noExecute] }, next: { tolerations: [{ ...noExecute, tolerationSeconds: 60 }] }, expected: [] },
+    { name: 'tolerations reordered', old: { tolerations: [os, noExecute] }, next: { tolerations: [noExecute, os] }, expected: [] },
+    {
+      name: 'an existing toleration modified',
+      old: { tolerations: [os] },
+      next: { tolerations: [{ ...os, value: 'linux' }] },
+      expected: ['spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds'],
+    },
+    {
+      name: 'an existing toleration removed (only the first missing one is reported)',
+      old: { tolerations: [os, noExecute] },
+      next: { tolerations: [] },
+      expected: ['spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds'],
+    },
+    {
+      name: 'an added toleration that is invalid',
+      old: {},
+      next: { tolerations: [{ operator: 'Equal', value: 'x', effect: 'NoExecute', tolerationSeconds: 5 }, { key: 'a', operator: 'Exists', value: 'v', effect: 'Sometimes' }] },
+      expected: twice([
+        'spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all keys"',
+        'spec.tolerations[1].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'',
+        'spec.tolerations[1].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+      ]),
+    },
+    {
+      name: 'tolerationSeconds without NoExecute, a bad key and a bad operator',
+      old: {},
+      next: { tolerations: [{ key: 'a/b/c', operator: 'Equal', value: 'v', effect: 'NoSchedule', tolerationSeconds: 5 }, { key: 'k', operator: 'Matches', value: 'v' }] },
+      expected: twice([
+        "spec.tolerations[0].key: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+        'spec.tolerations[1].operator: Unsupported value: "Matches": supported values: "Equal", "Exists"',
+      ]),
+    },
+    { name: 'a scheduling gate removed', old: { schedulingGates: [{ name: 'a' }, { name: 'b' }] }, next: { schedulingGates: [{ name: 'b' }] }, expected: [] },
+    {
+      name: 'a scheduling gate added',
+      old: { schedulingGates: [{ name: 'a' }] },
+      next: { schedulingGates: [{ name: 'a' }, { name: 'example.com/wait' }] },
+      expected: ["spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/wait'"],
+    },
+    {
+      name: 'scheduling gates on a pod that had none',
+      old: {},
+      next: { schedulingGates: [{ name: 'x' }] },
+      expected: ["spec.schedulingGates[0].name: Forbidden: only deletion is allowed, but found new scheduling gate 'x'"],
+    },
+    { name: 'a gated pod gains a nodeSelector entry', old: { schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'windows' } }, next: { schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'windows', disk: 'ssd' } }, expected: [] },
+    {
+      name: 'a gated pod changes a nodeSelector entry',
+      old: { schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'windows' } },
+      next: { schedulingGates: [{ name: 'a' }], nodeSelector: { os: 'linux', disk: 'ssd' } },
+      expected: ['spec.nodeSelector: Invalid value: {"disk":"ssd","os":"linux"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)'],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(validatePodUpdate(withSpec(c.next), withSpec(c.old)).map(formatFieldError)).to.deep.equal(c.expected);
+    });
+  }
+
+  it('a pod that was not gated may not change its nodeSelector', () => {
+    const [only, ...rest] = validatePodUpdate(withSpec({ nodeSelector: { os: 'windows', disk: 'ssd' } }), withSpec({ nodeSelector: { os: 'windows' } })).map(formatFieldError);
+    expect(rest).to.deep.equal([]);
+    expect(only!.split('\n')[0]).to.equal(forbiddenFirstLine);
+    expect(only).to.include('"disk": "ssd"');
+  });
+
+  it('the API message shows an invalid added toleration once (the aggregate drops repeats)', () => {
+    const cluster = snapshotFromDocuments(parseDocuments('c.yaml', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: apps }\n').documents);
+    const context = (): AdmissionContext => ({ cluster, user: requestingUser('alice'), design: 'webhook' });
+    const result = updatePod(withSpec({ tolerations: [{ key: 'a', operator: 'Exists', value: 'v' }] }), live(), context());
+    if (result.allowed) throw new Error('the update was allowed');
+    expect(result.error.message).to.equal('Pod "web" is invalid: spec.tolerations[0].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'');
+  });
+});
+
 describe('pod UPDATE order: validation before the validating webhook', () => {
   const cluster = snapshotFromDocuments(parseDocuments('c.yaml', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: apps }\n').documents);
   const context = (design: AdmissionContext['design'] = 'webhook'): AdmissionContext => ({ cluster, user: requestingUser('alice'), design });

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { access, readdir } from 'node:fs/promises';
+import { access, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
 import { deleteNodePod, listNodePods, nodePodStatus } from '../../src/kubelet/node-pods.js';
+import { readPodViews } from '../../src/kubelet/pod-views.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
 import { runPods, summarizePodRun, type PodRunResult } from '../../src/kubelet/run-pods.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
@@ -84,5 +85,27 @@ describe('kubelet run against the cri-winsim runtime (example pods over a real s
     expect(after).to.have.length(pods.length - 1);
     // Deleting again finds nothing left to remove, and does not fail.
     expect(await deleteNodePod(cri, pinging, { gracePeriodSeconds: 2 })).to.deep.equal({ containers: [], sandboxes: [] });
+  });
+
+  // A standalone kubelet (no API server: `kubelet run`, static pods) gives a hostNetwork pod no
+  // podIP: the runtime reports none (containerd v2.2.7 sandbox_status.go getIPs) and
+  // generateAPIPodStatus takes the node's IPs only `if kl.kubeClient != nil` (kubernetes v1.34
+  // pkg/kubelet/kubelet_pods.go).
+  it('a hostNetwork pod runs without an IP of the pod range and shows none', async () => {
+    const file = join(runtime.dir, 'hostnet.yaml');
+    await writeFile(file, [
+      'apiVersion: v1', 'kind: Pod', 'metadata: {name: hostnet, namespace: default}',
+      'spec:', '  hostNetwork: true',
+      '  containers: [{name: agent, image: "mcr.microsoft.com/windows/servercore:ltsc2019", command: [ping, -t, localhost]}]', '',
+    ].join('\n'));
+    const [result] = await runPods(cri, [file], { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(runtime.dir, 'pods') });
+    if (result?.stage !== 'runtime') throw new Error('hostnet did not reach the runtime');
+    const sandbox = (await unaryCall(cri.runtime, 'PodSandboxStatus', { pod_sandbox_id: result.outcome.sandboxId!, verbose: false })).status!;
+    expect(sandbox.state, 'SANDBOX_READY').to.equal(0);
+    expect(sandbox.network?.ip).to.equal('');
+    const view = (await readPodViews(cri, undefined)).find((v) => v.row.name === 'hostnet')!;
+    expect(view.row).to.include({ status: 'Running', podIP: '' });
+    expect(view.status).to.not.have.property('podIP');
+    await deleteNodePod(cri, view.nodePod!, { gracePeriodSeconds: 0 });
   });
 });

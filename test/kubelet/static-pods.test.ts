@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
 import { listNodePods } from '../../src/kubelet/node-pods.js';
+import { shouldStartContainer, type LatestAttempt } from '../../src/kubelet/pod-worker.js';
+import { PodRecordStore } from '../../src/kubelet/pod-records.js';
+import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
 import { shouldRestart, StaticPodSyncLoop, type SyncReport } from '../../src/kubelet/static-pods.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
@@ -38,6 +41,126 @@ describe('restartPolicy', () => {
       expect(shouldRestart({ spec: { restartPolicy: policy, containers: [] } }, exitCode)).to.equal(expected);
     });
   }
+});
+
+// kubernetes v1.34 pkg/kubelet/container/helpers.go ShouldContainerBeRestarted.
+describe('ShouldContainerBeRestarted', () => {
+  const cases: [string, string, LatestAttempt | undefined, boolean][] = [
+    ['never run', 'Never', undefined, true],
+    ['running', 'Always', { state: 'Running' }, false],
+    ['left created by a failed start', 'Never', { state: 'Created' }, true],
+    ['unknown', 'Never', { state: 'Unknown' }, true],
+    ['exited 1, Always', 'Always', { state: 'Exited', exitCode: 1 }, true],
+    ['exited 0, OnFailure', 'OnFailure', { state: 'Exited', exitCode: 0 }, false],
+    ['exited 1, OnFailure', 'OnFailure', { state: 'Exited', exitCode: 1 }, true],
+    ['exited 1, Never', 'Never', { state: 'Exited', exitCode: 1 }, false],
+  ];
+  for (const [name, restartPolicy, latest, expected] of cases) {
+    it(`${name} (${restartPolicy}): ${expected ? 'started' : 'left alone'}`, () => {
+      expect(shouldStartContainer({ spec: { restartPolicy, containers: [] } }, latest)).to.equal(expected);
+    });
+  }
+});
+
+/** A seed whose StartContainer fault draws (rate 0.5, node WINNODE1) fail, fail, then pass. */
+function seedFailingTwice(): number {
+  for (let seed = 1; ; seed++) {
+    const conditions = new CallConditions({ seed, faults: [{ method: 'StartContainer', code: 'Unknown', rate: 0.5 }] }, 'WINNODE1');
+    const fails = [0, 1, 2].map(() => conditions.plan('StartContainer', {}).fault !== undefined);
+    if (fails[0] && fails[1] && !fails[2]) return seed;
+  }
+}
+
+// kubernetes v1.34 pkg/kubelet/kuberuntime: kuberuntime_container.go startContainer (a failed
+// StartContainer: event Failed `Error: <message>`, reason RunContainerError), kuberuntime_manager.go
+// SyncPod/doBackOff (`back-off <d> restarting failed container=<c> pod=<name>_<ns>(<uid>)`, only
+// with an exited container to count from), pkg/kubelet/container/helpers.go
+// ShouldContainerBeRestarted (a container left created is started again), pod_workers.go
+// completeWork (a failed sync is tried again after backOffPeriod, 10 s).
+describe('static pod sync loop: StartContainer failures', function () {
+  this.timeout(60_000);
+  let runtime: RuntimeHandle | undefined;
+  let cri: CriClient | undefined;
+  let manifests: string;
+  let clock: number;
+  afterEach(async () => {
+    cri?.close();
+    await runtime?.stop();
+    await rm(manifests, { recursive: true, force: true });
+  });
+
+  async function open(args: string[]): Promise<{ loop: StaticPodSyncLoop; records: PodRecordStore }> {
+    runtime = await startRuntime({ args });
+    cri = createCriClient(runtime.endpoint);
+    manifests = await mkdtemp(join(tmpdir(), 'winsim-static-'));
+    clock = 1_000_000;
+    const records = new PodRecordStore(join(runtime.dir, 'records'));
+    const loop = new StaticPodSyncLoop(cri, {
+      manifestDir: manifests,
+      cluster: new DirectoryClusterSource(join(examples, 'cluster')),
+      user: requestingUser('alice'),
+      podLogsRoot: join(runtime.dir, 'pods'),
+      records,
+      gracePeriodSeconds: 1,
+      now: () => clock,
+    });
+    return { loop, records };
+  }
+  const waitingOf = async (records: PodRecordStore, name: string) => (await records.list()).find((r) => r.pod.metadata?.name === name)?.containers.main;
+
+  it('an injected StartContainer fault: RunContainerError and a Failed event, then the created container is started again every 10 s until it runs', async () => {
+    const seed = seedFailingTwice();
+    const { loop, records } = await open(['--inject-fault', 'StartContainer=Unknown:0.5', '--seed', String(seed)]);
+    const message = 'fault injected by cri-winsim (--inject-fault StartContainer=Unknown:0.5): StartContainer failed before doing anything';
+    await writeFile(join(manifests, 'flaky.yaml'), podYaml('flaky', ['ping', '-t', 'localhost']));
+
+    const first = await loop.syncOnce();
+    expect(first.events.map((e) => [e.reason, e.message])).to.deep.include.members([['Created', 'Created container: main'], ['Failed', `Error: ${message}`]]);
+    expect(await waitingOf(records, 'flaky')).to.deep.include({ reason: 'RunContainerError', message });
+    expect(first.pods.find((p) => p.name === 'flaky')).to.deep.include({ ready: '0/1', status: 'RunContainerError', restarts: 0 });
+    // The fault did nothing: the container is left created, no exited one for doBackOff to count.
+    expect((await listNodePods(cri!))[0]!.containers.map((c) => c.state)).to.deep.equal(['Created']);
+
+    // Not before the pod worker's 10 s.
+    clock += 9_000;
+    expect((await loop.syncOnce()).restarted).to.deep.equal([]);
+    clock += 1_000;
+    const second = await loop.syncOnce();
+    expect(second.events.map((e) => e.reason)).to.deep.equal(['Pulled', 'Created', 'Failed']);
+    expect(await waitingOf(records, 'flaky')).to.deep.include({ attempt: 1, reason: 'RunContainerError', message });
+    expect(second.pods.find((p) => p.name === 'flaky')).to.deep.include({ status: 'RunContainerError', restarts: 1 });
+    // Still 10 s, not doubled: no exited container, no crash-loop back-off.
+    expect(loop.nextBackoffDelay()).to.equal(10_000);
+
+    clock += 10_000;
+    const third = await loop.syncOnce();
+    expect(third.restarted).to.deep.equal(['default/flaky']);
+    expect(third.pods.find((p) => p.name === 'flaky')).to.deep.include({ ready: '1/1', status: 'Running', restarts: 2 });
+    const states = (await listNodePods(cri!))[0]!.containers.map((c) => [c.attempt, c.state]).sort();
+    expect(states).to.deep.equal([[0, 'Created'], [1, 'Created'], [2, 'Running']]);
+  });
+
+  it('a start the runtime fails (container exited, StartError): CrashLoopBackOff, back-off doubling from 10 s', async () => {
+    const { loop, records } = await open([]);
+    // An account the node does not know: the start fails (REFERENCE.md §9, "unknown runAsUserName").
+    const user = '  securityContext:\n    windowsOptions:\n      runAsUserName: "NoSuchUser"\n';
+    await writeFile(join(manifests, 'baduser.yaml'), podYaml('baduser', ['ping', '-t', 'localhost'], 'Always', 'default', user));
+    const first = await loop.syncOnce();
+    const failed = first.events.find((e) => e.reason === 'Failed');
+    expect(failed?.message).to.match(/^Error: /);
+    const [pod] = await listNodePods(cri!);
+    expect(pod!.containers.map((c) => [c.state, c.reason])).to.deep.equal([['Exited', 'StartError']]);
+    const uid = pod!.uid;
+    expect(first.pods.find((p) => p.name === 'baduser')).to.deep.include({ status: 'CrashLoopBackOff', restarts: 0 });
+    expect(await waitingOf(records, 'baduser')).to.deep.include({ reason: 'CrashLoopBackOff', message: `back-off 10s restarting failed container=main pod=baduser_default(${uid})` });
+
+    clock += 10_000;
+    const second = await loop.syncOnce();
+    expect(second.events.map((e) => e.reason)).to.include.members(['BackOff', 'Created', 'Failed']);
+    expect(second.pods.find((p) => p.name === 'baduser')).to.deep.include({ status: 'CrashLoopBackOff', restarts: 1 });
+    expect(await waitingOf(records, 'baduser')).to.deep.include({ reason: 'CrashLoopBackOff', message: `back-off 20s restarting failed container=main pod=baduser_default(${uid})` });
+    expect(loop.nextBackoffDelay()).to.equal(20_000);
+  });
 });
 
 describe('static pod sync loop against the cri-winsim runtime', function () {

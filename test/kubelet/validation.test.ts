@@ -229,3 +229,30 @@ describe('os.name validation (validateOS, validateLinux, validateWindows)', () =
   }
 
 });
+
+// kubernetes v1.34.12 pkg/apis/core/validation/validation.go ValidateTolerations (run by
+// ValidatePodSpec on create and update), apimachinery v0.34.12 IsQualifiedName, IsValidLabelValue.
+describe('tolerations validation (ValidateTolerations)', () => {
+  const pod = (tolerations: NonNullable<V1Pod['spec']>['tolerations']): V1Pod => ({ metadata: { name: 'web' }, spec: { containers: [{ name: 'c', image: 'x' }], tolerations } });
+  const cases: [string, NonNullable<V1Pod['spec']>['tolerations'], string[]][] = [
+    ['match everything', [{ operator: 'Exists' }], []],
+    ['a NoExecute toleration with seconds', [{ key: 'example.com/k', operator: 'Equal', value: 'v', effect: 'NoExecute', tolerationSeconds: 30 }], []],
+    ['an empty key needs Exists', [{ value: 'v' }], ['spec.tolerations[0].operator: Invalid value: "": operator must be Exists when `key` is empty, which means "match all values and all keys"']],
+    [
+      'a key with an empty prefix, a value too long for a label',
+      [{ key: '/k', value: 'v'.repeat(64) }],
+      [
+        'spec.tolerations[0].key: Invalid value: "/k": prefix part must be non-empty',
+        `spec.tolerations[0].operator: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`,
+      ],
+    ],
+    [
+      'a value that is not a label value',
+      [{ key: 'k', value: '-x' }],
+      ["spec.tolerations[0].operator: Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"],
+    ],
+  ];
+  for (const [name, tolerations, expected] of cases) {
+    it(name, () => expect(validatePod(pod(tolerations)).map(formatFieldError)).to.deep.equal(expected));
+  }
+});

@@ -146,6 +146,36 @@ describe('node mode against a real control plane', function () {
     expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
   });
 
+  // kubernetes v1.34 pkg/kubelet/kubelet_pods.go generateAPIPodStatus ("HostNetwork Pods inherit
+  // the node IPs as PodIPs"); containerd v2.2.7 internal/cri/server/sandbox_status.go getIPs
+  // reports no IP for a sandbox in the node's network (on Windows: a HostProcess pod).
+  it('a hostNetwork HostProcess pod has the node\'s IP as podIP; its sandbox reports none (crictl inspectp)', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'hostproc', namespace: 'default' },
+      spec: {
+        nodeName: 'winsim-1',
+        hostNetwork: true,
+        terminationGracePeriodSeconds: 1,
+        securityContext: { windowsOptions: { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' } },
+        containers: [{ name: 'agent', image: SERVERCORE, command: ['ping', '-t', 'localhost'] }],
+      },
+    });
+    const pod = await until('hostproc Running', 60_000, async () => {
+      const p = await podJson('hostproc');
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(pod.status.hostIP).to.equal('127.0.0.1');
+    expect(pod.status.podIP).to.equal('127.0.0.1');
+    expect(pod.status.podIPs).to.deep.equal([{ ip: '127.0.0.1' }]);
+    const sandboxes = await crictlJson(endpoint1(), ['pods', '--label', 'io.kubernetes.pod.name=hostproc', '-o', 'json']);
+    expect(sandboxes.items).to.have.length(1);
+    const inspected = await crictlJson(endpoint1(), ['inspectp', sandboxes.items[0].id]);
+    expect(inspected.status.network.ip).to.equal('');
+    await cp.kubectlOk(['delete', 'pod', 'hostproc', '--wait=true', '--timeout=60s']);
+  });
+
   it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode gmsa-kep)', async () => {
     const denied = kepExampleWith((doc) => {
       doc.DomainJoinConfig.MachineAccountName = 'SqlReporting';
@@ -347,6 +377,41 @@ describe('node mode against a real control plane', function () {
     const other = { endpoint: `unix://${join(multiDir, 'multi-1', 'cri.sock')}`, dir: join(multiDir, 'multi-1') };
     expect((await crictlJson(other, ['pods', '-o', 'json'])).items).to.deep.equal([]);
     expect((await podJson('on-multi-2')).status.containerStatuses[0]).to.include({ containerID: `cri-winsim://${ps.containers[0].id}`, restartCount: 0, ready: true });
+  });
+
+  // kubernetes v1.34 pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer (event
+  // Failed `Error: <message>`, reason RunContainerError); pkg/kubelet/container/helpers.go
+  // ShouldContainerBeRestarted (a container left created is started again); doBackOff in
+  // kuberuntime_manager.go counts exited containers only, so no CrashLoopBackOff here; the pod
+  // worker tries the failed sync again after backOffPeriod, 10 s (pod_workers.go completeWork).
+  it('a StartContainer fault: RunContainerError with the message and a Failed event; the created container is started again', async () => {
+    const runtimeDir = join(dir, 'rt-fault');
+    const target = { endpoint: `unix://${join(runtimeDir, 'cri.sock')}`, dir: runtimeDir };
+    const runtime = await startNodeProcess(['runtime', '--listen', target.endpoint, '--state-dir', runtimeDir, '--inject-fault', 'StartContainer=Unknown'], { readyText: 'cri-winsim runtime listening' });
+    const kubelet = await startNodeProcess(['kubelet', '--kubeconfig', await cp.nodeKubeconfig('winsim-2'), '--hostname-override', 'winsim-2', '--container-runtime-endpoint', target.endpoint, '--root-dir', join(dir, 'kubelet-fault'), '--port', '0']);
+    const message = 'fault injected by cri-winsim (--inject-fault StartContainer=Unknown): StartContainer failed before doing anything';
+    try {
+      await cp.apply(windowsPod('startfault', { nodeName: 'winsim-2', grace: 1 }));
+      const first = await until('startfault RunContainerError', 60_000, async () => {
+        const s = (await podJson('startfault')).status.containerStatuses?.[0];
+        return s?.state?.waiting?.reason === 'RunContainerError' ? s : undefined;
+      });
+      expect(first.state.waiting.message).to.equal(message);
+      const events = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=startfault', '-o', 'custom-columns=REASON:.reason,MESSAGE:.message', '--no-headers']);
+      expect(events.split('\n').map((l) => l.replace(/^(\S+)\s+/, '$1 '))).to.include(`Failed Error: ${message}`);
+      const again = await until('startfault started again', 45_000, async () => {
+        const s = (await podJson('startfault')).status.containerStatuses?.[0];
+        return s?.restartCount >= 1 ? s : undefined;
+      });
+      expect(again.state.waiting).to.deep.equal({ reason: 'RunContainerError', message });
+      const ps = await crictlJson(target, ['ps', '-a', '--label', 'io.kubernetes.pod.name=startfault', '-o', 'json']);
+      expect(ps.containers.length).to.be.at.least(2);
+      expect(new Set(ps.containers.map((c: any) => c.state))).to.deep.equal(new Set(['CONTAINER_CREATED']));
+    } finally {
+      await cp.kubectl(['delete', 'pod', 'startfault', '--grace-period=0', '--force']);
+      await kubelet.stop();
+      await runtime.stop();
+    }
   });
 
   it('a kubelet restarted against a runtime that kept running adopts its containers instead of starting them again', async () => {

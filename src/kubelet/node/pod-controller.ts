@@ -28,7 +28,7 @@ import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
 import { computePodStatus, type ContainerStatusView, type PodStatusView } from '../pod-status.js';
 import type { ContainerRecord, PodRecord } from '../pod-records.js';
-import { runPodOnce, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
+import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
 import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
@@ -292,7 +292,7 @@ export class PodController implements PodHandler {
     this.recorder.record(pod, events);
     nodePod = await this.readNodePod(state.uid);
     this.recordBackoffs(state, nodePod, events);
-    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record), nodePod));
+    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record, [this.options.nodeIp])));
     this.armBackoffTimer(state);
   }
 
@@ -360,11 +360,16 @@ export class PodController implements PodHandler {
     return backoff !== undefined && Date.now() < backoff.notBefore;
   }
 
-  private noteFailure(state: PodState, container: string, reason: string | undefined): void {
+  /**
+   * The next attempt's delay: doubled up to the cap (doBackOff's backOff.Next), or, `advance`
+   * false, the pod worker's fixed retry of a failed sync (a start that left no exited container
+   * for doBackOff to count; pod_workers.go completeWork, kubelet.go backOffPeriod 10 s).
+   */
+  private noteFailure(state: PodState, container: string, reason: string | undefined, advance = true): void {
     const previous = state.backoffs.get(container);
     const initial = this.options.backoffInitialMs ?? 10_000;
-    const delayMs = previous === undefined ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
     const pull = reason === 'ErrImagePull' || reason === 'ErrImageNeverPull' || reason === 'ImagePullBackOff';
+    const delayMs = previous === undefined || !(advance || pull) ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
     state.backoffs.set(container, { delayMs, notBefore: Date.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff' });
   }
 
@@ -383,17 +388,16 @@ export class PodController implements PodHandler {
     for (const container of pod.spec?.initContainers ?? []) {
       const current = latest.get(container.name);
       if (current?.state === 'Exited' && current.exitCode === 0) continue;
-      if (current !== undefined && current.state !== 'Exited') return;
-      if (current !== undefined && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return;
+      if (current?.state === 'Running') return;
+      // Created: a failed start left it so; computeInitContainerActions starts it again.
+      if (current?.state === 'Exited' && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return;
       if (this.inBackoff(state, container.name)) return;
       await this.restart(state, container, 'init', nodePod, current, options, events);
       return;
     }
     for (const container of pod.spec?.containers ?? []) {
       const current = latest.get(container.name);
-      const exited = current?.state === 'Exited';
-      if (current !== undefined && !exited) continue;
-      if (exited && !shouldRestart(pod, current.exitCode ?? 0)) continue;
+      if (!shouldStartContainer(pod, current)) continue;
       if (this.inBackoff(state, container.name)) continue;
       await this.restart(state, container, 'regular', nodePod, current, options, events);
     }
@@ -409,7 +413,8 @@ export class PodController implements PodHandler {
       events,
     });
     state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: containerRecord(outcome, attempt) } };
-    if (current !== undefined || outcome.state === 'waiting') this.noteFailure(state, container.name, outcome.state === 'waiting' ? outcome.reason : undefined);
+    const exited = current?.state === 'Exited';
+    if (exited || outcome.state === 'waiting') this.noteFailure(state, container.name, outcome.state === 'waiting' ? outcome.reason : undefined, exited);
   }
 
   /** Containers held back by back-off wait with CrashLoopBackOff/ImagePullBackOff and a BackOff event. */
@@ -438,7 +443,7 @@ export class PodController implements PodHandler {
 
   // ---- status ----
 
-  private apiStatus(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): Record<string, unknown> {
+  private apiStatus(state: PodState, view: PodStatusView): Record<string, unknown> {
     const now = time(new Date());
     const conditions = view.conditions
       .filter((c) => c.type !== 'PodScheduled')
@@ -448,7 +453,8 @@ export class PodController implements PodHandler {
         state.transitions.set(c.type, { status: c.status, at });
         return { type: c.type, status: c.status, ...(c.reason === undefined ? {} : { reason: c.reason }), ...(c.message === undefined ? {} : { message: c.message }), lastProbeTime: null, lastTransitionTime: at };
       });
-    const podIp = nodePod?.podIp ?? '';
+    // The sandbox's IP, or the node's for a hostNetwork pod (generateAPIPodStatus).
+    const podIp = view.podIP ?? '';
     return {
       phase: view.phase,
       conditions,
@@ -502,9 +508,9 @@ export class PodController implements PodHandler {
       // A deleted pod's containers are not restarted: its phase is terminal.
       const final = { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } as V1Pod;
       const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
-      const view = computePodStatus(final, stopped, { ...state.record, containers: records });
+      const view = computePodStatus(final, stopped, { ...state.record, containers: records }, [this.options.nodeIp]);
       const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
-      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }, stopped));
+      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }));
       state.terminated = true;
     }
     try {
