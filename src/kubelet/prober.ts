@@ -13,7 +13,8 @@
  */
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import type { PodEvent } from './pod-worker.js';
-import type { PodPhase } from './pod-status.js';
+import type { NodePod } from './node-pods.js';
+import type { PodPhase, PodStatusView } from './pod-status.js';
 import { effectiveProbe, runProbe, type EffectiveProbe, type ExecInContainer, type ProbeOutcome, type ProbeTarget, type ProbeType } from './probes.js';
 
 export interface ScheduledTask {
@@ -42,6 +43,23 @@ export interface ProbedPod {
   readonly phase: PodPhase;
   readonly podIp: string;
   readonly containers: readonly ProbedContainer[];
+}
+
+/** The containers of a pod as a sync saw them: the newest attempt of each, by the runtime. */
+export function probedPod(view: PodStatusView, nodePod: NodePod | undefined): ProbedPod {
+  const latest = new Map<string, NodePod['containers'][number]>();
+  for (const c of nodePod?.containers ?? []) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
+  const containers = view.containerStatuses.map((s): ProbedContainer => {
+    const c = latest.get(s.name);
+    const startedAtMs = c?.startedAt === undefined || c.startedAt === '' || c.startedAt === '0' ? undefined : Number(BigInt(c.startedAt) / 1_000_000n);
+    return {
+      name: s.name,
+      ...(c === undefined ? {} : { containerId: c.id }),
+      state: c?.state === 'Running' ? 'running' : c?.state === 'Exited' ? 'terminated' : 'waiting',
+      ...(startedAtMs === undefined ? {} : { startedAtMs }),
+    };
+  });
+  return { phase: view.phase, podIp: nodePod?.podIp ?? '', containers };
 }
 
 export interface ProberOptions {

@@ -29,7 +29,7 @@ import { unaryCall, type CriClient } from '../../cri/proto.js';
 import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../admission.js';
 import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
-import { computePodStatus, type ContainerStatusView, type PodStatusView } from '../pod-status.js';
+import { computePodStatus, type ContainerStatusView, type PodStatusView, type ProbeStatus } from '../pod-status.js';
 import type { ContainerRecord, PodRecord } from '../pod-records.js';
 import { runPodOnce, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
 import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
@@ -38,7 +38,7 @@ import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
 import { admitPodOs } from '../kubelet-admission.js';
 import { runInContainer } from '../container-exec.js';
-import { ProbeManager, type ProbedPod } from '../prober.js';
+import { ProbeManager, probedPod } from '../prober.js';
 import { TimerWheel } from './timer-wheel.js';
 
 /** Bounds the pod syncs running at once across every node of a process. */
@@ -380,7 +380,7 @@ export class PodController implements PodHandler {
 
   // ---- probes ----
 
-  private probeStatus(uid: string): { started(name: string, id: string): boolean; ready(name: string, id: string): boolean } | undefined {
+  private probeStatus(uid: string): ProbeStatus | undefined {
     if (!this.probes.probes(uid)) return undefined;
     return { started: (name, id) => this.probes.isStarted(uid, name, id), ready: (name, id) => this.probes.isReady(uid, name, id) };
   }
@@ -389,19 +389,7 @@ export class PodController implements PodHandler {
   private observeForProbes(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): void {
     this.probes.addPod(state.pod);
     if (!this.probes.probes(state.uid)) return;
-    const latest = nodePod === undefined ? new Map<string, NodeContainer>() : latestAttempts(nodePod);
-    const containers = view.containerStatuses.map((s) => {
-      const c = latest.get(s.name);
-      const startedAt = c?.startedAt === undefined || c.startedAt === '' || c.startedAt === '0' ? undefined : Number(BigInt(c.startedAt) / 1_000_000n);
-      return {
-        name: s.name,
-        ...(c === undefined ? {} : { containerId: c.id }),
-        state: c?.state === 'Running' ? 'running' : c?.state === 'Exited' ? 'terminated' : 'waiting',
-        ...(startedAt === undefined ? {} : { startedAtMs: startedAt }),
-      } as const;
-    });
-    const probed: ProbedPod = { phase: view.phase, podIp: nodePod?.podIp ?? '', containers };
-    this.probes.setPodStatus(state.uid, probed);
+    this.probes.setPodStatus(state.uid, probedPod(view, nodePod));
   }
 
   /**
