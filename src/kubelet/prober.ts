@@ -74,6 +74,8 @@ export interface ProberOptions {
   readonly now?: () => number;
   /** The start-up jitter's source, replaceable in tests. */
   readonly random?: () => number;
+  /** The probe types that get workers (default all three). */
+  readonly types?: readonly ProbeType[];
   /** One run of a probe, replaceable in tests. */
   readonly runProbe?: (probe: EffectiveProbe, target: ProbeTarget, exec: ExecInContainer) => Promise<ProbeOutcome>;
 }
@@ -112,7 +114,7 @@ export class ProbeManager {
     }
     const workers = new Map<string, ProbeWorker>();
     for (const container of pod.spec?.containers ?? []) {
-      for (const type of probeTypes) {
+      for (const type of this.options.types ?? probeTypes) {
         const spec = probeOf(container, type);
         if (spec !== undefined) workers.set(`${container.name}/${type}`, new ProbeWorker(this, pod, container, type, effectiveProbe(spec)));
       }

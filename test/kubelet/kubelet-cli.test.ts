@@ -352,6 +352,49 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   });
 });
 
+// Texts: pkg/kubelet/prober/prober.go (Unhealthy), pkg/probe/tcp/tcp.go, kubernetes v1.34.12.
+describe('cri-winsim kubelet run --wait-ready: readiness probes decide when a pod is ready', function () {
+  this.timeout(120_000);
+  let rt: RuntimeHandle;
+
+  before(async function () {
+    requireCriTool(this, 'crictl');
+    rt = await startRuntime();
+  });
+  after(async () => {
+    await rt?.stop();
+  });
+
+  it('waits for the httpGet readiness probe; a pod whose probe keeps failing times out not ready', async () => {
+    const ready = join(rt.dir, 'iis-ready.yaml');
+    const never = join(rt.dir, 'never-ready.yaml');
+    await writeFile(ready, [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: iis-ready', 'spec:', '  containers:',
+      '    - name: iis', '      image: mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
+      '      readinessProbe:', '        httpGet: {path: /, port: 80}', '        initialDelaySeconds: 1', '        periodSeconds: 1', '',
+    ].join('\n'));
+    await writeFile(never, [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: never-ready', 'spec:', '  containers:',
+      '    - name: app', '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022', '      command: ["ping", "-t", "localhost"]',
+      '      readinessProbe:', '        tcpSocket: {port: 8080}', '        periodSeconds: 1', '        failureThreshold: 1', '',
+    ].join('\n'));
+    const r = await runKubelet(['run', ready, never, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '6s']);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.equal('error: timed out after 6s waiting for pod default/never-ready to be ready (Running)\n');
+    expect(r.stdout).to.match(/^iis-ready\s+1\/1\s+Running\s+0\s/m);
+    expect(r.stdout).to.match(/^never-ready\s+0\/1\s+Running\s+0\s/m);
+
+    // What the prober found stays in the records: `kubelet get` and `describe` show it.
+    const get = await runKubelet(['get', 'pod', 'iis-ready', '-o', 'json', '--container-runtime-endpoint', rt.endpoint]);
+    const pod = JSON.parse(get.stdout);
+    expect(pod.status.containerStatuses[0]).to.deep.include({ ready: true, started: true });
+    expect(pod.status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    const described = await runKubelet(['describe', 'never-ready', '--container-runtime-endpoint', rt.endpoint]);
+    expect(described.stdout).to.match(/Warning\s+Unhealthy\s+.*Readiness probe failed: dial tcp 127\.\d+\.\d+\.\d+:8080: connect: connection refused$/m);
+    expect(described.stdout).to.match(/^\s+Ready\s+False\s*$/m);
+  });
+});
+
 describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', function () {
   this.timeout(120_000);
   let rt: RuntimeHandle;
