@@ -378,9 +378,9 @@ describe('cri-winsim kubelet run --wait-ready: readiness probes decide when a po
       '    - name: app', '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022', '      command: ["ping", "-t", "localhost"]',
       '      readinessProbe:', '        tcpSocket: {port: 8080}', '        periodSeconds: 1', '        failureThreshold: 1', '',
     ].join('\n'));
-    const r = await runKubelet(['run', ready, never, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '6s']);
+    const r = await runKubelet(['run', ready, never, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '8s']);
     expect(r.code).to.equal(1);
-    expect(r.stderr).to.equal('error: timed out after 6s waiting for pod default/never-ready to be ready (Running)\n');
+    expect(r.stderr).to.equal('error: timed out after 8s waiting for pod default/never-ready to be ready (Running)\n');
     expect(r.stdout).to.match(/^iis-ready\s+1\/1\s+Running\s+0\s/m);
     expect(r.stdout).to.match(/^never-ready\s+0\/1\s+Running\s+0\s/m);
 
