@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { ProbeManager, type ProbedContainer, type Scheduler } from '../../src/kubelet/prober.js';
+import { TimerWheel } from '../../src/kubelet/node/timer-wheel.js';
 import type { PodEvent } from '../../src/kubelet/pod-worker.js';
 import type { EffectiveProbe, ProbeOutcome, ProbeTarget } from '../../src/kubelet/probes.js';
 
@@ -219,6 +220,21 @@ describe('prober (probe workers and results)', () => {
     expect(fx.clock.pending()).to.equal(1);
     fx.manager.removePod('uid-2');
     expect(fx.clock.pending()).to.equal(0);
+  });
+
+  it('ten thousand probed pods wait on one timer of the wheel, not a timer each', () => {
+    const wheel = new TimerWheel();
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const manager = new ProbeManager({ scheduler: wheel, exec: () => Promise.reject(new Error('x')), onResult: () => {}, onEvent: () => {} });
+    try {
+      for (let i = 0; i < 10_000; i++) manager.addPod({ ...pod([withProbes({ readinessProbe: exec(), livenessProbe: exec() })]), metadata: { uid: `uid-${i}` } });
+      expect(timers() - before).to.equal(1);
+      manager.stop();
+    } finally {
+      wheel.stop();
+    }
+    expect(timers()).to.equal(before);
   });
 
   it('workers created in the first period start at a random point of it; later ones at once', async () => {
