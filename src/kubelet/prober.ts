@@ -74,6 +74,11 @@ export interface ProberOptions {
   readonly now?: () => number;
   /** The start-up jitter's source, replaceable in tests. */
   readonly random?: () => number;
+  /**
+   * Whether isReady runs a pending readiness probe at once (default true). Off for callers that
+   * poll the status (`kubelet run --wait-ready`), which would otherwise probe at their pace.
+   */
+  readonly triggerReadiness?: boolean;
   /** The probe types that get workers (default all three). */
   readonly types?: readonly ProbeType[];
   /** One run of a probe, replaceable in tests. */
@@ -161,11 +166,17 @@ export class ProbeManager {
     return !this.hasWorker(uid, container, 'Startup');
   }
 
-  /** UpdatePodStatus: a started running container is ready when its readiness probe succeeded, or without one. */
+  /**
+   * UpdatePodStatus: a started running container is ready when its readiness probe succeeded, or
+   * without one. A readiness probe that has not succeeded yet is asked to run at once, as
+   * UpdatePodStatus triggers it (so a new container is not kept unready for a whole period).
+   */
   isReady(uid: string, container: string, containerId: string): boolean {
     if (!this.isStarted(uid, container, containerId)) return false;
     if (this.results.Readiness.get(containerId) === 'success') return true;
-    return !this.hasWorker(uid, container, 'Readiness');
+    const worker = this.workers.get(uid)?.get(`${container}/Readiness`);
+    if (this.options.triggerReadiness !== false) worker?.trigger();
+    return worker === undefined;
   }
 
   /** computePodActions: a running container whose liveness or startup probe failed is killed. */
@@ -223,6 +234,11 @@ class ProbeWorker {
   private onHold = false;
   private task: ScheduledTask | undefined;
   private stopped = false;
+  /** Whether the first probe ran (before it, the start-up jitter is not cut short). */
+  private ticked = false;
+  private probing = false;
+  /** A manual trigger (worker.go manualTriggerCh, one buffered): the next probe runs at once. */
+  private triggered = false;
   private readonly uid: string;
 
   constructor(
@@ -243,6 +259,17 @@ class ProbeWorker {
     this.task = this.manager.options.scheduler.schedule(() => void this.tick(), jitter);
   }
 
+  /** Runs the probe at once, or right after the one under way (or the first, after the start-up jitter). */
+  trigger(): void {
+    if (this.stopped) return;
+    if (!this.ticked || this.probing) {
+      this.triggered = true;
+      return;
+    }
+    this.task?.cancel();
+    this.task = this.manager.options.scheduler.schedule(() => void this.tick(), 0);
+  }
+
   stop(): void {
     this.stopped = true;
     this.task?.cancel();
@@ -252,15 +279,20 @@ class ProbeWorker {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     const began = this.manager.now();
+    this.probing = true;
     // worker.go eats a panicking probe and goes on.
     const keepGoing = await this.doProbe().catch(() => true);
+    this.probing = false;
+    this.ticked = true;
     if (this.stopped) return;
     if (!keepGoing) {
       this.stop();
       return;
     }
-    // A ticker: the next probe one period after this one began (at once if it took longer).
-    const delay = Math.max(0, began + this.probe.periodSeconds * 1000 - this.manager.now());
+    // A ticker: the next probe one period after this one began (at once if it took longer, or
+    // when triggered meanwhile).
+    const delay = this.triggered ? 0 : Math.max(0, began + this.probe.periodSeconds * 1000 - this.manager.now());
+    this.triggered = false;
     this.task = this.manager.options.scheduler.schedule(() => void this.tick(), delay);
   }
 

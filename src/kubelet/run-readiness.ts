@@ -28,6 +28,7 @@ export class RunReadiness {
       scheduler: this.wheel,
       exec: runInContainer(cri, callTimeoutMs),
       types: ['Startup', 'Readiness'],
+      triggerReadiness: false,
       onResult: () => {},
       onEvent: (pod, event) => {
         const uid = pod.metadata?.uid ?? '';

@@ -97,8 +97,11 @@ export class StaticPodSyncLoop {
   private readonly admittedPods = new Map<string, V1Pod>();
   /** The prober, while run() runs; a single pass (syncOnce alone) probes nothing. */
   private probes: ProbeManager | undefined;
-  /** Probe events since the last pass, by pod UID. */
-  private probeEvents: { uid: string; pod: string; event: PodEvent }[] = [];
+  /** Probe events not yet in the records, and not yet in a pass's report. */
+  private readonly probeEvents: { uid: string; event: PodEvent }[] = [];
+  private readonly probeReport: { pod: string; event: PodEvent }[] = [];
+  private probeWrites: Promise<void> = Promise.resolve();
+  private passing = false;
 
   constructor(
     private readonly cri: CriClient,
@@ -122,6 +125,22 @@ export class StaticPodSyncLoop {
 
   /** One pass: converge the node on the directory. */
   async syncOnce(): Promise<SyncReport> {
+    this.passing = true;
+    try {
+      return await this.pass();
+    } finally {
+      this.passing = false;
+      if (this.probeEvents.length > 0) this.probeWrites = this.probeWrites.then(() => this.flushProbeEvents());
+    }
+  }
+
+  private async flushProbeEvents(): Promise<void> {
+    const byPod = new Map<string, PodEvent[]>();
+    for (const { uid, event } of this.probeEvents.splice(0)) byPod.set(uid, [...(byPod.get(uid) ?? []), event]);
+    for (const [uid, events] of byPod) await this.recordEvents(uid, events);
+  }
+
+  private async pass(): Promise<SyncReport> {
     const cluster = await this.options.cluster.load();
     // The kubelet's file source decodes without strict field validation: the file runs as written.
     const { pods: loaded, errors } = await loadPodFiles(await this.manifestFiles(), { ...this.options.manifests, fieldValidation: 'Ignore' });
@@ -135,10 +154,9 @@ export class StaticPodSyncLoop {
 
     const onNode = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
     const desired = new Set(loaded.map((l) => l.pod.metadata!.uid!));
-    for (const { uid, pod, event } of this.probeEvents.splice(0)) {
-      events.push({ ...event, pod });
-      await this.recordEvents(uid, [event]);
-    }
+    await this.probeWrites;
+    await this.flushProbeEvents();
+    for (const { pod, event } of this.probeReport.splice(0)) events.push({ ...event, pod });
 
     // Pods whose file went away or changed: kill and remove them first.
     for (const pod of onNode.values()) {
@@ -439,9 +457,12 @@ export class StaticPodSyncLoop {
       scheduler: wheel,
       exec: runInContainer(this.cri, this.options.callTimeoutMs ?? 30_000),
       onResult: debounced,
+      // Probe events go to the record (between passes, never beside a pass's own writes) and into
+      // the next pass's report; they do not ask for a pass (a pass may run a readiness probe).
       onEvent: (pod, event) => {
-        this.probeEvents.push({ uid: pod.metadata?.uid ?? '', pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, event });
-        debounced();
+        this.probeEvents.push({ uid: pod.metadata?.uid ?? '', event });
+        this.probeReport.push({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, event });
+        if (!this.passing) this.probeWrites = this.probeWrites.then(() => this.flushProbeEvents());
       },
       ...(this.options.now === undefined ? {} : { now: this.options.now }),
     });

@@ -90,15 +90,33 @@ describe('prober (probe workers and results)', () => {
     fx.manager.addPod(pod([withProbes({ readinessProbe: exec({ successThreshold: 2 }) })]));
     fx.observe(fx.running('c1'));
     expect(fx.manager.isStarted('uid-1', 'app', 'c1')).to.equal(true);
-    expect(fx.manager.isReady('uid-1', 'app', 'c1')).to.equal(false);
+    await fx.clock.advance(0);
+    expect(fx.runs).to.have.length(1);
+    // Only the initial value (failure) is published after one success.
+    expect(fx.synced).to.deep.equal(['uid-1']);
+    await fx.clock.advance(1000);
+    expect(fx.runs).to.have.length(2);
+    expect(fx.synced).to.deep.equal(['uid-1', 'uid-1']);
+    expect(fx.manager.isReady('uid-1', 'app', 'c1')).to.equal(true);
+  });
+
+  it('asking whether a container is ready runs its pending readiness probe at once (UpdatePodStatus trigger)', async () => {
+    let answers = 0;
+    const fx = fixture(() => (answers++ === 0 ? { result: 'failure', output: 'HTTP probe failed with statuscode: 503' } : { result: 'success', output: '' }));
+    fx.manager.addPod(pod([withProbes({ readinessProbe: exec({ periodSeconds: 10 }) })]));
+    fx.observe(fx.running('c1'));
     await fx.clock.advance(0);
     expect(fx.runs).to.have.length(1);
     expect(fx.manager.isReady('uid-1', 'app', 'c1')).to.equal(false);
-    await fx.clock.advance(1000);
-    expect(fx.runs).to.have.length(2);
+    await fx.clock.advance(0);
+    // Not ten seconds later: the trigger ran it now.
+    expect(fx.runs.map((r) => r.at - 1_000_000)).to.deep.equal([0, 0]);
     expect(fx.manager.isReady('uid-1', 'app', 'c1')).to.equal(true);
-    // Initial value (failure) then success: two changes, each asks for a sync.
-    expect(fx.synced).to.deep.equal(['uid-1', 'uid-1']);
+    // The ticker starts over from the triggered probe.
+    await fx.clock.advance(9_999);
+    expect(fx.runs).to.have.length(2);
+    await fx.clock.advance(1);
+    expect(fx.runs).to.have.length(3);
   });
 
   it('readiness turns false after failureThreshold failures, with an Unhealthy event for each', async () => {
