@@ -5,6 +5,7 @@
  */
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import { CommandTimedOutError, type ExecInContainer } from './probes.js';
+import { grpcErrorString } from './pod-worker.js';
 
 export interface ExecRequest {
   readonly containerId: string;
@@ -45,6 +46,8 @@ export function runInContainer(cri: CriClient, callTimeoutMs: number): ExecInCon
       return { exitCode: out.exitCode, output: Buffer.concat([out.stdout, out.stderr]) };
     } catch (err) {
       if ((err as { code?: number }).code === 4) throw new CommandTimedOutError(`command timed out: ${JSON.stringify(command.join(' '))} timed out after ${timeoutSeconds}s`);
+      // Any other refusal is an error of the probe, worded as Go prints a gRPC status.
+      if (typeof (err as { code?: unknown }).code === 'number') throw new Error(grpcErrorString(err), { cause: err });
       throw err;
     }
   };

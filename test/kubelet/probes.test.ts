@@ -4,6 +4,8 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
 import { CommandTimedOutError, effectiveProbe, resolveContainerPort, runProbe, type ExecInContainer, type ProbeTarget } from '../../src/kubelet/probes.js';
+import { runInContainer } from '../../src/kubelet/container-exec.js';
+import { useScriptedRuntime } from './support/scripted-runtime.js';
 
 // Texts follow kubernetes v1.34.12 pkg/probe/http/http.go, tcp/tcp.go, exec/exec.go, grpc/grpc.go,
 // pkg/probe/util.go and pkg/kubelet/prober/prober.go.
@@ -199,6 +201,24 @@ describe('probes (one run of a container probe)', () => {
         result: 'failure',
         output: `timeout: failed to connect service "127.0.0.1:${closed}" within 1s: context deadline exceeded`,
       });
+    });
+  });
+
+  describe('exec over CRI ExecSync (RunInContainer)', () => {
+    const fx = useScriptedRuntime('winsim-probe-exec-');
+    const exec = (): ExecInContainer => runInContainer(fx.cri, 5000);
+
+    it("sends the probe's timeout and quotes stdout then stderr; the exit code decides", async () => {
+      expect(await runProbe(probe({ exec: { command: ['exit', '3'] }, timeoutSeconds: 2 }), target(), exec())).to.deep.equal({ result: 'failure', output: 'out;err' });
+      expect(await runProbe(probe({ exec: { command: ['exit', '0'] } }), target(), exec())).to.deep.equal({ result: 'success', output: 'out;err' });
+      expect(fx.runtime.execs).to.deep.equal([{ cmd: ['exit', '3'], timeout: 2 }, { cmd: ['exit', '0'], timeout: 1 }]);
+    });
+
+    it("a command the runtime timed out is a failure with cri-client's text; another refusal is an error", async () => {
+      expect(await runProbe(probe({ exec: { command: ['slow', 'job'] } }), target(), exec())).to.deep.equal({ result: 'failure', output: 'command timed out: "slow job" timed out after 1s' });
+      const outcome = await runProbe(probe({ exec: { command: ['gone'] } }), target(), exec());
+      expect(outcome.result).to.equal('unknown');
+      expect(outcome.error?.message).to.equal('rpc error: code = NotFound desc = container ctr-1 not found');
     });
   });
 });
