@@ -479,6 +479,7 @@ describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', fun
       // Exec probes quote the command's output: empty for `exit 1`.
       expect(described.stdout).to.match(/Warning\s+Unhealthy\s+.*Liveness probe failed: *$/m);
       expect(described.stdout).to.match(/Normal\s+Killing\s+.*Container app failed liveness probe, will be restarted$/m);
+      expect(described.stdout).to.match(/^ {4}Liveness: {7}exec \[cmd \/c exit 1\] delay=0s timeout=1s period=1s #success=1 #failure=2$/m);
       const waiter = await runKubelet(['describe', 'iis-probed', '--container-runtime-endpoint', rt.endpoint]);
       expect(waiter.stdout).to.match(/Warning\s+Unhealthy\s+.*Readiness probe failed: dial tcp 127\.\d+\.\d+\.\d+:8080: connect: connection refused$/m);
     } finally {
