@@ -27,8 +27,9 @@ import { ManifestError, ManifestErrors } from '../kubelet/manifests.js';
 import { deleteNodePod } from '../kubelet/node-pods.js';
 import { admissionErrorText, alreadyExistsText, describePod, formatPodTable, manifestErrorTexts } from '../kubelet/pod-printers.js';
 import { PodPrinter } from '../kubelet/pod-output.js';
+import { RunReadiness } from '../kubelet/run-readiness.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
-import { podFailed, podSettled } from '../kubelet/pod-status.js';
+import { podFailed } from '../kubelet/pod-status.js';
 import { readPodViews, type PodView } from '../kubelet/pod-views.js';
 import { defaultPodWorkers, maxPodWorkers, runPods, type PodRunResult } from '../kubelet/run-pods.js';
 import { junitReport, jsonReport, runReportCases, type ReportCase } from '../kubelet/run-report.js';
@@ -169,11 +170,20 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
     let views = await ours();
     if (flags.waitReady === true && views.length > 0) {
       const deadline = Date.now() + durationMs(timeoutNs);
-      while (!views.every((v) => podSettled(v.status, v.record)) && Date.now() < deadline) {
-        await delay(200);
+      // Readiness and startup probes run while the command waits: a probed pod is done once Ready.
+      const readiness = new RunReadiness(cri, records, settings.callTimeoutMs);
+      try {
+        await readiness.observe(views);
         views = await ours();
+        while (!views.every((v) => readiness.done(v)) && Date.now() < deadline) {
+          await delay(200);
+          await readiness.observe(await ours());
+          views = await ours();
+        }
+      } finally {
+        await readiness.stop();
       }
-      const waiting = views.filter((v) => !podSettled(v.status, v.record));
+      const waiting = views.filter((v) => !readiness.done(v));
       for (const v of waiting) writeError(`error: timed out after ${formatGoDuration(timeoutNs)} waiting for pod ${v.row.namespace}/${v.row.name} to be ready (${v.row.status})`);
       if (waiting.length > 0) failed = true;
     }

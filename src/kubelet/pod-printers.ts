@@ -4,12 +4,13 @@
  * text with its Events table, and the error lines kubectl prints for API refusals
  * (`Error from server (Forbidden): error when creating "f": …`, `The Pod "x" is invalid: …`).
  */
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { gmsaWebhookName, type AdmissionError } from './admission.js';
 import { formatFieldError } from './field-errors.js';
 import type { ManifestError } from './manifests.js';
 import type { RecordedEvent } from './pod-records.js';
+import { effectiveProbe } from './probes.js';
 import { humanDuration, type ContainerStateView, type ContainerStatusView, type PodRow, type PodStatusView } from './pod-status.js';
 
 /**
@@ -122,6 +123,9 @@ function describeContainers(title: string, containers: readonly V1Container[], s
       describeState('Last State', s.lastState, out);
       out.push(`    Ready:          ${s.ready ? 'True' : 'False'}`, `    Restart Count:  ${s.restartCount}`);
     }
+    for (const [label, probe] of [['Liveness', c.livenessProbe], ['Readiness', c.readinessProbe], ['Startup', c.startupProbe]] as const) {
+      if (probe != null) out.push(`    ${`${label}:`.padEnd(16)}${describeProbe(probe)}`);
+    }
     const windows = c.securityContext?.windowsOptions;
     if (windows?.runAsUserName !== undefined) out.push(`    Run As User:    ${windows.runAsUserName}`);
     if (windows?.gmsaCredentialSpecName !== undefined) out.push(`    GMSA:           ${windows.gmsaCredentialSpecName}`);
@@ -129,6 +133,23 @@ function describeContainers(title: string, containers: readonly V1Container[], s
     out.push(`    Environment:    ${env.length === 0 ? '<none>' : ''}`.trimEnd());
     for (const e of env) out.push(`      ${e.name}:  ${e.value ?? (e.valueFrom === undefined ? '' : '<set from a reference>')}`);
   }
+}
+
+/** kubectl describe.go DescribeProbe (v0.34.12), with the API defaults a stored pod would carry. */
+export function describeProbe(spec: V1Probe): string {
+  const p = effectiveProbe(spec);
+  const attrs = `delay=${p.initialDelaySeconds}s timeout=${p.timeoutSeconds}s period=${p.periodSeconds}s #success=${p.successThreshold} #failure=${p.failureThreshold}`;
+  if (spec.exec != null) return `exec [${(spec.exec.command ?? []).join(' ')}] ${attrs}`;
+  if (spec.httpGet != null) {
+    const get = spec.httpGet;
+    const host = get.host ?? '';
+    const port = String(get.port ?? '');
+    const authority = port === '' ? host : `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    return `http-get ${(get.scheme ?? 'HTTP').toLowerCase()}://${authority}${get.path || '/'} ${attrs}`;
+  }
+  if (spec.tcpSocket != null) return `tcp-socket ${spec.tcpSocket.host ?? ''}:${String(spec.tcpSocket.port)} ${attrs}`;
+  if (spec.grpc != null) return `grpc <pod>:${spec.grpc.port} ${spec.grpc.service ?? ''} ${attrs}`;
+  return `unknown ${attrs}`;
 }
 
 /** kubectl describe's Events table; repeated events show `(xN over …)` in the age column. */

@@ -46,6 +46,17 @@ export interface PodRecord {
   readonly sandboxError?: { readonly reason: string; readonly message: string };
   readonly containers: Readonly<Record<string, ContainerRecord>>;
   readonly events: readonly RecordedEvent[];
+  /**
+   * The prober's last word on the pod's probed containers (the static-pod loop's prober), by
+   * container name: started and ready for that container ID. Absent: no prober ran.
+   */
+  readonly probes?: Readonly<Record<string, ProbeSnapshot>>;
+}
+
+export interface ProbeSnapshot {
+  readonly containerId: string;
+  readonly started: boolean;
+  readonly ready: boolean;
 }
 
 /** Events kept per pod (the API server's default TTL drops old ones; a cap keeps the file small). */

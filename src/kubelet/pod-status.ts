@@ -83,11 +83,21 @@ function recordApplies(record: ContainerRecord | undefined, latest: NodeContaine
   return latest === undefined || record.attempt > latest.attempt;
 }
 
+/**
+ * What the prober knows of a pod's running containers (prober_manager.go UpdatePodStatus): started
+ * per the startup probe, ready per the readiness probe. Without it, a running container is both.
+ */
+export interface ProbeStatus {
+  started(container: string, containerId: string): boolean;
+  ready(container: string, containerId: string): boolean;
+}
+
 function containerStatus(
   container: V1Container,
   attempts: readonly NodeContainer[],
   record: ContainerRecord | undefined,
   notStartedReason: string,
+  probes?: ProbeStatus,
 ): ContainerStatusView {
   const sorted = [...attempts].sort((a, b) => b.attempt - a.attempt);
   const latest = sorted[0];
@@ -116,7 +126,9 @@ function containerStatus(
   switch (latest.state) {
     case 'Running': {
       const startedAt = nanosToTime(latest.startedAt);
-      return { ...base, containerID, state: { running: startedAt === undefined ? {} : { startedAt } }, lastState: lastOf(previous), ready: true, started: true };
+      const started = probes?.started(container.name, latest.id) ?? true;
+      const ready = started && (probes?.ready(container.name, latest.id) ?? true);
+      return { ...base, containerID, state: { running: startedAt === undefined ? {} : { startedAt } }, lastState: lastOf(previous), ready, started };
     }
     case 'Exited':
       return { ...base, containerID, state: { terminated: terminatedState(latest) }, lastState: lastOf(previous), ready: false, started: false };
@@ -176,17 +188,18 @@ export function podIpOf(pod: V1Pod, nodePod: NodePod | undefined, hostIps: reado
 }
 
 /**
- * generateAPIPodStatus, reduced to what a node without probes knows. `hostIps`: the node's
- * addresses, given by a kubelet that has an API server and a Node (node mode).
+ * generateAPIPodStatus: the runtime's containers, the kubelet's records and, when given, the
+ * prober's results. `hostIps`: the node's addresses, given by a kubelet that has an API server
+ * and a Node (node mode).
  */
-export function computePodStatus(pod: V1Pod, nodePod: NodePod | undefined, record: PodRecord | undefined, hostIps?: readonly string[]): PodStatusView {
+export function computePodStatus(pod: V1Pod, nodePod: NodePod | undefined, record: PodRecord | undefined, probes?: ProbeStatus, hostIps?: readonly string[]): PodStatusView {
   const byName = new Map<string, NodeContainer[]>();
   for (const c of nodePod?.containers ?? []) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
   const initContainers = pod.spec?.initContainers ?? [];
   const init = initContainers.map((c) => containerStatus(c, byName.get(c.name) ?? [], record?.containers[c.name], 'PodInitializing'));
   const initialized = init.every((s) => s.state.terminated?.exitCode === 0);
   const regular = (pod.spec?.containers ?? []).map((c) =>
-    containerStatus(c, byName.get(c.name) ?? [], record?.containers[c.name], initialized ? 'ContainerCreating' : 'PodInitializing'),
+    containerStatus(c, byName.get(c.name) ?? [], record?.containers[c.name], initialized ? 'ContainerCreating' : 'PodInitializing', probes),
   );
   const phase = podPhase(pod, init, regular);
 

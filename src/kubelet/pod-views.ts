@@ -10,7 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/proto.js';
 import { listNodePods, type NodePod } from './node-pods.js';
 import type { PodRecord, PodRecordStore } from './pod-records.js';
-import { computePodStatus, podRow, type PodRow, type PodStatusView } from './pod-status.js';
+import { computePodStatus, podRow, type PodRow, type PodStatusView, type ProbeStatus } from './pod-status.js';
 
 export interface PodView {
   readonly pod: V1Pod;
@@ -32,7 +32,7 @@ export function specFromNodePod(nodePod: NodePod): V1Pod {
 }
 
 export function podView(pod: V1Pod, nodePod: NodePod | undefined, record: PodRecord | undefined): PodView {
-  const status = computePodStatus(pod, nodePod, record);
+  const status = computePodStatus(pod, nodePod, record, recordedProbes(record));
   return { pod, ...(nodePod === undefined ? {} : { nodePod }), ...(record === undefined ? {} : { record }), status, row: podRow(pod, status) };
 }
 
@@ -67,4 +67,19 @@ export function selectPods(views: readonly PodView[], names: readonly string[], 
     else if (!found.includes(matches[0]!)) found.push(matches[0]!);
   }
   return { found, errors };
+}
+
+/**
+ * What the prober that ran the pod recorded: started and ready of the containers it probed, for
+ * the container IDs it saw. A probed container it has not seen yet is neither, as a prober's
+ * first result is pending; containers without probes are both.
+ */
+function recordedProbes(record: PodRecord | undefined): ProbeStatus | undefined {
+  const probes = record?.probes;
+  if (probes === undefined) return undefined;
+  const spec = (name: string) => record!.pod.spec?.containers.find((c) => c.name === name);
+  return {
+    started: (name, id) => (probes[name]?.containerId === id ? probes[name].started : spec(name)?.startupProbe == null),
+    ready: (name, id) => (probes[name]?.containerId === id ? probes[name].ready : spec(name)?.startupProbe == null && spec(name)?.readinessProbe == null),
+  };
 }

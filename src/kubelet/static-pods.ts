@@ -9,23 +9,31 @@
  * debounce so an editor's write-rename-chmod burst gives one pass), a container exit reported by
  * the runtime's GetContainerEvents stream, or the end of a back-off; a slow resync (the kubelet's
  * --sync-frequency, 1 min) covers events that were missed.
+ *
+ * While run() runs, containers with probes are probed (prober.ts): a changed result or a probe
+ * event gives a pass; a failed liveness or startup probe kills the container, which the pass
+ * restarts per restartPolicy; started and ready are written to the pod's record, so `kubelet get`
+ * in another process shows them.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type * as grpc from '@grpc/grpc-js';
-import type { CriClient } from '../cri/proto.js';
+import { unaryCall, type CriClient } from '../cri/proto.js';
 import { readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
 import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
-import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore } from './pod-records.js';
-import { nanosToTime } from './pod-status.js';
+import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
+import { computePodStatus, nanosToTime, type ProbeStatus } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
 import { admitPodOs } from './kubelet-admission.js';
+import { runInContainer } from './container-exec.js';
+import { ProbeManager, probedPod } from './prober.js';
+import { TimerWheel } from './node/timer-wheel.js';
 
 export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly manifestDir: string;
@@ -89,6 +97,13 @@ export class StaticPodSyncLoop {
   private readonly backoffs = new Map<string, Backoff>();
   /** The pods as admission returned them (credential specs inlined), by UID: restarts use these. */
   private readonly admittedPods = new Map<string, V1Pod>();
+  /** The prober, while run() runs; a single pass (syncOnce alone) probes nothing. */
+  private probes: ProbeManager | undefined;
+  /** Probe events not yet in the records, and not yet in a pass's report. */
+  private readonly probeEvents: { uid: string; event: PodEvent }[] = [];
+  private readonly probeReport: { pod: string; event: PodEvent }[] = [];
+  private probeWrites: Promise<void> = Promise.resolve();
+  private passing = false;
 
   constructor(
     private readonly cri: CriClient,
@@ -112,6 +127,22 @@ export class StaticPodSyncLoop {
 
   /** One pass: converge the node on the directory. */
   async syncOnce(): Promise<SyncReport> {
+    this.passing = true;
+    try {
+      return await this.pass();
+    } finally {
+      this.passing = false;
+      if (this.probeEvents.length > 0) this.probeWrites = this.probeWrites.then(() => this.flushProbeEvents());
+    }
+  }
+
+  private async flushProbeEvents(): Promise<void> {
+    const byPod = new Map<string, PodEvent[]>();
+    for (const { uid, event } of this.probeEvents.splice(0)) byPod.set(uid, [...(byPod.get(uid) ?? []), event]);
+    for (const [uid, events] of byPod) await this.recordEvents(uid, events);
+  }
+
+  private async pass(): Promise<SyncReport> {
     const cluster = await this.options.cluster.load();
     // The kubelet's file source decodes without strict field validation: the file runs as written.
     const { pods: loaded, errors } = await loadPodFiles(await this.manifestFiles(), { ...this.options.manifests, fieldValidation: 'Ignore' });
@@ -125,10 +156,14 @@ export class StaticPodSyncLoop {
 
     const onNode = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
     const desired = new Set(loaded.map((l) => l.pod.metadata!.uid!));
+    await this.probeWrites;
+    await this.flushProbeEvents();
+    for (const { pod, event } of this.probeReport.splice(0)) events.push({ ...event, pod });
 
     // Pods whose file went away or changed: kill and remove them first.
     for (const pod of onNode.values()) {
       if (desired.has(pod.uid)) continue;
+      this.probes?.removePod(pod.uid);
       await deleteNodePod(this.cri, pod, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
       for (const k of this.backoffs.keys()) if (k.startsWith(`${pod.uid}/`)) this.backoffs.delete(k);
       this.admittedPods.delete(pod.uid);
@@ -153,6 +188,7 @@ export class StaticPodSyncLoop {
       // its containers again, as the kubelet's computePodActions does (createPodSandbox); the
       // old one is removed with its exited containers.
       if (running !== undefined && !running.sandboxReady) {
+        this.probes?.removePod(uid);
         await deleteNodePod(this.cri, running, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
         for (const k of this.backoffs.keys()) if (k.startsWith(`${uid}/`)) this.backoffs.delete(k);
         running = undefined;
@@ -186,7 +222,9 @@ export class StaticPodSyncLoop {
         this.admittedPods.set(uid, admittedPod);
       }
       admitted.push(admittedPod);
-      if (await this.restartExited(admittedPod, running, workerOptions, events)) restarted.push(key(pod));
+      const killed = await this.killUnhealthy(admittedPod, running, events);
+      if (killed.size > 0) running = (await listNodePods(this.cri, { uid }))[0] ?? running;
+      if (await this.restartExited(admittedPod, running, workerOptions, events, killed)) restarted.push(key(pod));
     }
 
     const after = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
@@ -194,10 +232,66 @@ export class StaticPodSyncLoop {
     for (const pod of admitted) {
       const nodePod = after.get(pod.metadata!.uid!);
       if (nodePod === undefined) continue;
-      rows.push(this.row(pod, nodePod));
+      const probes = await this.observeForProbes(pod, nodePod);
+      rows.push(this.row(pod, nodePod, probes));
       await this.recordBackoffs(pod, nodePod);
     }
     return { started, restarted, deleted, refused, pods: rows, events };
+  }
+
+  private async recordEvents(uid: string, events: readonly PodEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const at = new Date(this.now());
+    await this.options.records?.update(uid, (r) => ({ ...r, events: mergeEvents(r.events, events, at) })).catch(() => undefined);
+  }
+
+  /**
+   * computePodActions for probes: a running container whose liveness or startup probe failed is
+   * stopped (Killing, with the probe's terminationGracePeriodSeconds, else the pod's) and, unless
+   * restartPolicy is Never, started again in this pass.
+   */
+  private async killUnhealthy(pod: V1Pod, nodePod: NodePod, events: (PodEvent & { pod: string })[]): Promise<Set<string>> {
+    const killed = new Set<string>();
+    const probes = this.probes;
+    if (probes === undefined || !probes.probes(nodePod.uid)) return killed;
+    const own: PodEvent[] = [];
+    for (const [name, current] of latestAttempts(nodePod)) {
+      const failed = current.state === 'Running' ? probes.failedProbe(current.id) : undefined;
+      const container = pod.spec?.containers.find((c) => c.name === name);
+      if (failed === undefined || container === undefined) continue;
+      const restart = (pod.spec?.restartPolicy ?? 'Always') !== 'Never';
+      const probe = failed === 'liveness' ? container.livenessProbe : container.startupProbe;
+      const grace = probe?.terminationGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      own.push({ type: 'Normal', reason: 'Killing', message: `Container ${name} failed ${failed} probe${restart ? ', will be restarted' : ''}`, container: name });
+      const call = { timeoutMs: (this.options.callTimeoutMs ?? 30_000) + grace * 1000 };
+      await unaryCall(this.cri.runtime, 'StopContainer', { container_id: current.id, timeout: String(grace) }, call).catch((err: { code?: number }) => {
+        if (err.code !== 5) throw err;
+      });
+      if (restart) killed.add(name);
+    }
+    events.push(...own.map((e) => ({ ...e, pod: `${pod.metadata!.namespace}/${pod.metadata!.name}` })));
+    await this.recordEvents(nodePod.uid, own);
+    return killed;
+  }
+
+  /** Hands the prober the pod's containers; records started and ready when the pod is probed. */
+  private async observeForProbes(pod: V1Pod, nodePod: NodePod): Promise<ProbeStatus | undefined> {
+    const probes = this.probes;
+    if (probes === undefined) return undefined;
+    const uid = nodePod.uid;
+    probes.addPod(pod);
+    if (!probes.probes(uid)) return undefined;
+    const status: ProbeStatus = { started: (name, id) => probes.isStarted(uid, name, id), ready: (name, id) => probes.isReady(uid, name, id) };
+    const view = computePodStatus(pod, nodePod, undefined, status);
+    probes.setPodStatus(uid, probedPod(view, nodePod));
+    const latest = latestAttempts(nodePod);
+    const snapshot: Record<string, ProbeSnapshot> = {};
+    for (const s of view.containerStatuses) {
+      const c = latest.get(s.name);
+      if (c !== undefined) snapshot[s.name] = { containerId: c.id, started: s.started, ready: s.ready };
+    }
+    await this.options.records?.update(uid, (r) => (JSON.stringify(r.probes) === JSON.stringify(snapshot) ? r : { ...r, probes: snapshot })).catch(() => undefined);
+    return status;
   }
 
   private backoffKey(pod: V1Pod, container: string): string {
@@ -221,7 +315,8 @@ export class StaticPodSyncLoop {
   }
 
   /** computePodActions for a running sandbox: start missing containers, restart exited ones per policy. */
-  private async restartExited(pod: V1Pod, nodePod: NodePod, options: PodWorkerOptions, events: (PodEvent & { pod: string })[]): Promise<boolean> {
+  /** `killed`: containers just stopped for a failed probe, started again whatever their exit code. */
+  private async restartExited(pod: V1Pod, nodePod: NodePod, options: PodWorkerOptions, events: (PodEvent & { pod: string })[], killed: ReadonlySet<string> = new Set()): Promise<boolean> {
     let any = false;
     const latest = latestAttempts(nodePod);
     // Init containers first, one at a time: the app containers wait until all of them exited 0.
@@ -238,9 +333,9 @@ export class StaticPodSyncLoop {
     }
     for (const container of pod.spec?.containers ?? []) {
       const current = latest.get(container.name);
-      if (!shouldStartContainer(pod, current)) continue;
+      if (!killed.has(container.name) && !shouldStartContainer(pod, current)) continue;
       const backoff = this.backoffs.get(this.backoffKey(pod, container.name));
-      if (backoff !== undefined && this.now() < backoff.notBefore) continue;
+      if (!killed.has(container.name) && backoff !== undefined && this.now() < backoff.notBefore) continue;
       any = (await this.restart(pod, container, 'regular', nodePod, current, options, events)) || any;
     }
     return any;
@@ -279,11 +374,17 @@ export class StaticPodSyncLoop {
     return outcome.state === 'started';
   }
 
-  private row(pod: V1Pod, nodePod: NodePod): StaticPodRow {
-    const { ready, status } = nodePodStatus(nodePod, {
+  private row(pod: V1Pod, nodePod: NodePod, probes?: ProbeStatus): StaticPodRow {
+    const counted = nodePodStatus(nodePod, {
       initContainers: (pod.spec?.initContainers ?? []).map((c) => c.name),
       containers: (pod.spec?.containers ?? []).map((c) => c.name),
     });
+    const { status } = counted;
+    // READY counts the containers the prober calls ready when the pod has probes.
+    const ready = probes === undefined ? counted.ready : (() => {
+      const view = computePodStatus(pod, nodePod, undefined, probes);
+      return `${view.containerStatuses.filter((s) => s.ready).length}/${view.containerStatuses.length}`;
+    })();
     const latest = latestAttempts(nodePod);
     const restarts = [...latest.values()].reduce((sum, c) => sum + c.attempt, 0);
     // A container held back by back-off shows the back-off reason, as kubectl does.
@@ -362,6 +463,20 @@ export class StaticPodSyncLoop {
       throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`, { cause: err });
     }
     const events = this.subscribeContainerEvents(debounced, onPass);
+    const wheel = new TimerWheel();
+    this.probes = new ProbeManager({
+      scheduler: wheel,
+      exec: runInContainer(this.cri, this.options.callTimeoutMs ?? 30_000),
+      onResult: debounced,
+      // Probe events go to the record (between passes, never beside a pass's own writes) and into
+      // the next pass's report; they do not ask for a pass (a pass may run a readiness probe).
+      onEvent: (pod, event) => {
+        this.probeEvents.push({ uid: pod.metadata?.uid ?? '', event });
+        this.probeReport.push({ pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, event });
+        if (!this.passing) this.probeWrites = this.probeWrites.then(() => this.flushProbeEvents());
+      },
+      ...(this.options.now === undefined ? {} : { now: this.options.now }),
+    });
     const onAbort = (): void => wake?.();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -395,6 +510,9 @@ export class StaticPodSyncLoop {
       clearTimeout(debounce);
       watcher.close();
       events.cancel();
+      this.probes.stop();
+      this.probes = undefined;
+      wheel.stop();
     }
   }
 

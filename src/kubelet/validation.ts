@@ -3,7 +3,7 @@
  * (kubernetes pkg/apis/core/validation): the identity fields, container names and images, and the
  * Windows rules (windowsOptions, hostProcess) with their upstream messages and order.
  */
-import type { V1Container, V1Pod, V1PodSpec, V1Toleration, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1PodSpec, V1Probe, V1Toleration, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
 import { child, duplicate, forbidden, index, invalid, notSupported, required, type FieldError } from './field-errors.js';
 
 // apimachinery's RegexError shape, quirks included ("'my-name',  or '123-abc'").
@@ -258,6 +258,80 @@ export function validateWindowsHostProcessPod(spec: V1PodSpec, path: string, opt
   return errs;
 }
 
+const httpHeaderNameFmt = '[-A-Za-z0-9]+';
+const probeKinds = [['livenessProbe', 'Liveness'], ['readinessProbe', 'Readiness'], ['startupProbe', 'Startup']] as const;
+
+/** ValidatePortNumOrName (validation.go, kubernetes v1.34.12; IsValidPortNum, IsValidPortName of apimachinery). */
+function validatePortNumOrName(port: number | string | undefined, path: string): FieldError[] {
+  if (typeof port === 'number') return Number.isInteger(port) && port >= 1 && port <= 65535 ? [] : [invalid(path, port, 'must be between 1 and 65535, inclusive')];
+  if (typeof port !== 'string') return [required(path)];
+  const errs: FieldError[] = [];
+  if (port.length > 15) errs.push(invalid(path, port, 'must be no more than 15 characters'));
+  if (!/^[-a-z0-9]+$/.test(port)) errs.push(invalid(path, port, 'must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'));
+  if (!/[a-z]/.test(port)) errs.push(invalid(path, port, 'must contain at least one letter (a-z)'));
+  if (port.includes('--')) errs.push(invalid(path, port, 'must not contain consecutive hyphens'));
+  if (port.startsWith('-') || port.endsWith('-')) errs.push(invalid(path, port, 'must not begin or end with a hyphen'));
+  return errs;
+}
+
+/**
+ * validateProbe and validateHandler, with validateLivenessProbe/validateStartupProbe's
+ * successThreshold and validateReadinessProbe's terminationGracePeriodSeconds rules (validation.go,
+ * kubernetes v1.34.12). The API server defaults a probe before validating it (SetDefaults_Probe,
+ * SetDefaults_HTTPGetAction); a pod from a file is not defaulted, so unset fields count as their
+ * defaults here.
+ */
+export function validateProbe(probe: V1Probe, kind: 'Liveness' | 'Readiness' | 'Startup', path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  let handlers = 0;
+  const handler = (name: 'exec' | 'httpGet' | 'tcpSocket' | 'grpc', validate: () => FieldError[]): void => {
+    if (probe[name] == null) return;
+    if (handlers++ > 0) errs.push(forbidden(child(path, name), 'may not specify more than 1 handler type'));
+    else errs.push(...validate());
+  };
+  handler('exec', () => ((probe.exec!.command ?? []).length === 0 ? [required(child(path, 'exec', 'command'))] : []));
+  handler('httpGet', () => {
+    const get = probe.httpGet!;
+    const getPath = child(path, 'httpGet');
+    const out: FieldError[] = [];
+    if (get.path === '') out.push(required(child(getPath, 'path')));
+    out.push(...validatePortNumOrName(get.port, child(getPath, 'port')));
+    const scheme = get.scheme ?? 'HTTP';
+    if (scheme !== 'HTTP' && scheme !== 'HTTPS') out.push(notSupported(child(getPath, 'scheme'), scheme, ['HTTP', 'HTTPS']));
+    for (const header of get.httpHeaders ?? []) {
+      if (!new RegExp(`^${httpHeaderNameFmt}$`).test(header.name)) {
+        out.push(invalid(child(getPath, 'httpHeaders'), header.name, regexError("a valid HTTP header must consist of alphanumeric characters or '-'", httpHeaderNameFmt, 'X-Header-Name')));
+      }
+    }
+    return out;
+  });
+  handler('tcpSocket', () => validatePortNumOrName(probe.tcpSocket!.port, child(path, 'tcpSocket', 'port')));
+  handler('grpc', () => validatePortNumOrName(probe.grpc!.port, child(path, 'grpc', 'port')));
+  if (handlers === 0) errs.push(required(path, 'must specify a handler type'));
+  for (const field of ['initialDelaySeconds', 'timeoutSeconds', 'periodSeconds', 'successThreshold', 'failureThreshold'] as const) {
+    const value = probe[field];
+    if (value != null && value < 0) errs.push(invalid(child(path, field), value, 'must be greater than or equal to 0'));
+  }
+  const grace = probe.terminationGracePeriodSeconds;
+  if (grace != null && grace <= 0) errs.push(invalid(child(path, 'terminationGracePeriodSeconds'), grace, 'must be greater than 0'));
+  if (kind !== 'Readiness' && (probe.successThreshold ?? 1) !== 1) errs.push(invalid(child(path, 'successThreshold'), probe.successThreshold, 'must be 1'));
+  if (kind === 'Readiness' && grace != null) errs.push(invalid(child(path, 'terminationGracePeriodSeconds'), grace, 'must not be set for readinessProbes'));
+  return errs;
+}
+
+/** Probes of a container: validated on regular containers and sidecars, forbidden on other init containers. */
+function validateContainerProbes(container: V1Container, path: string, init: boolean): FieldError[] {
+  const errs: FieldError[] = [];
+  const sidecar = init && container.restartPolicy === 'Always';
+  for (const [field, kind] of probeKinds) {
+    const probe = container[field];
+    if (probe == null) continue;
+    if (init && !sidecar) errs.push(forbidden(child(path, field), 'may not be set for init containers without restartPolicy=Always'));
+    else errs.push(...validateProbe(probe, kind, child(path, field)));
+  }
+  return errs;
+}
+
 function validateContainerList(containers: readonly V1Container[], path: string, seen: Set<string>): FieldError[] {
   const errs: FieldError[] = [];
   containers.forEach((container, i) => {
@@ -272,13 +346,14 @@ function validateContainerList(containers: readonly V1Container[], path: string,
     }
     if (container.image === undefined || container.image.trim() === '') errs.push(required(child(containerPath, 'image')));
     errs.push(...validateWindowsOptions(container.securityContext?.windowsOptions, child(containerPath, 'securityContext', 'windowsOptions')));
+    if (path !== 'spec.ephemeralContainers') errs.push(...validateContainerProbes(container, containerPath, path === 'spec.initContainers'));
   });
   return errs;
 }
 
 /**
  * ValidatePod, reduced to what a Windows node's pod path depends on: metadata identity, container
- * names and images, windowsOptions at every level, the HostProcess rules and tolerations.
+ * names and images, probes, windowsOptions at every level, the HostProcess rules and tolerations.
  */
 export function validatePod(pod: V1Pod, options: PodValidationOptions = defaultPodValidationOptions): FieldError[] {
   const errs: FieldError[] = [];

@@ -352,6 +352,49 @@ describe('cri-winsim kubelet get, describe and delete', function () {
   });
 });
 
+// Texts: pkg/kubelet/prober/prober.go (Unhealthy), pkg/probe/tcp/tcp.go, kubernetes v1.34.12.
+describe('cri-winsim kubelet run --wait-ready: readiness probes decide when a pod is ready', function () {
+  this.timeout(120_000);
+  let rt: RuntimeHandle;
+
+  before(async function () {
+    requireCriTool(this, 'crictl');
+    rt = await startRuntime();
+  });
+  after(async () => {
+    await rt?.stop();
+  });
+
+  it('waits for the httpGet readiness probe; a pod whose probe keeps failing times out not ready', async () => {
+    const ready = join(rt.dir, 'iis-ready.yaml');
+    const never = join(rt.dir, 'never-ready.yaml');
+    await writeFile(ready, [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: iis-ready', 'spec:', '  containers:',
+      '    - name: iis', '      image: mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
+      '      readinessProbe:', '        httpGet: {path: /, port: 80}', '        initialDelaySeconds: 1', '        periodSeconds: 1', '',
+    ].join('\n'));
+    await writeFile(never, [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: never-ready', 'spec:', '  containers:',
+      '    - name: app', '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022', '      command: ["ping", "-t", "localhost"]',
+      '      readinessProbe:', '        tcpSocket: {port: 8080}', '        periodSeconds: 1', '        failureThreshold: 1', '',
+    ].join('\n'));
+    const r = await runKubelet(['run', ready, never, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--wait-ready', '--timeout', '8s']);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.equal('error: timed out after 8s waiting for pod default/never-ready to be ready (Running)\n');
+    expect(r.stdout).to.match(/^iis-ready\s+1\/1\s+Running\s+0\s/m);
+    expect(r.stdout).to.match(/^never-ready\s+0\/1\s+Running\s+0\s/m);
+
+    // What the prober found stays in the records: `kubelet get` and `describe` show it.
+    const get = await runKubelet(['get', 'pod', 'iis-ready', '-o', 'json', '--container-runtime-endpoint', rt.endpoint]);
+    const pod = JSON.parse(get.stdout);
+    expect(pod.status.containerStatuses[0]).to.deep.include({ ready: true, started: true });
+    expect(pod.status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
+    const described = await runKubelet(['describe', 'never-ready', '--container-runtime-endpoint', rt.endpoint]);
+    expect(described.stdout).to.match(/Warning\s+Unhealthy\s+.*Readiness probe failed: dial tcp 127\.\d+\.\d+\.\d+:8080: connect: connection refused$/m);
+    expect(described.stdout).to.match(/^\s+Ready\s+False\s*$/m);
+  });
+});
+
 describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', function () {
   this.timeout(120_000);
   let rt: RuntimeHandle;
@@ -393,6 +436,58 @@ describe('cri-winsim kubelet --pod-manifest-path: the static pod sync loop', fun
     }
     expect(loop.lines.some((l) => l.includes('stopping the sync loop'))).to.equal(true);
     expect(loop.stdout()).to.match(/NAMESPACE +NAME +READY +STATUS +RESTARTS +AGE\ndefault +web +1\/1 +Running +0/);
+  });
+
+  // Texts: pkg/kubelet/prober/prober.go (Unhealthy), kuberuntime_manager.go computePodActions and
+  // kuberuntime_container.go killContainer (Killing), kubernetes v1.34.12.
+  it('probes: READY follows an httpGet readiness probe; a failing exec liveness probe restarts the container', async () => {
+    const iis = [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: iis-probed', 'spec:', '  containers:',
+      '    - name: iis', '      image: mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
+      '      readinessProbe:', '        httpGet: {path: /iisstart.htm, port: 80}', '        periodSeconds: 1',
+      '    - name: waiter', '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022', '      command: ["ping", "-t", "localhost"]',
+      '      readinessProbe:', '        tcpSocket: {port: 8080}', '        periodSeconds: 1', '        failureThreshold: 1', '',
+    ].join('\n');
+    const unhealthy = [
+      'apiVersion: v1', 'kind: Pod', 'metadata:', '  name: unhealthy', 'spec:', '  terminationGracePeriodSeconds: 2', '  containers:',
+      '    - name: app', '      image: mcr.microsoft.com/windows/nanoserver:ltsc2022', '      command: ["ping", "-t", "localhost"]',
+      '      livenessProbe:', '        exec: {command: ["cmd", "/c", "exit 1"]}', '        periodSeconds: 1', '        failureThreshold: 2', '',
+    ].join('\n');
+    const loop = await startSyncLoop(['--pod-manifest-path', manifests, '--cluster', cluster, '--container-runtime-endpoint', rt.endpoint, '--log-level', 'info'], 'watching the pod manifest path');
+    const get = async (name: string): Promise<any> => {
+      const r = await runKubelet(['get', 'pod', name, '-o', 'json', '--container-runtime-endpoint', rt.endpoint]);
+      return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+    };
+    try {
+      await writeFile(join(manifests, 'iis-probed.yaml'), iis);
+      await writeFile(join(manifests, 'unhealthy.yaml'), unhealthy);
+      const ready = await eventually('iis ready', async () => {
+        const pod = await get('iis-probed');
+        return pod?.status.containerStatuses.find((c: any) => c.name === 'iis')?.ready === true ? pod : undefined;
+      }, 60_000, 300);
+      expect(Object.fromEntries(ready.status.containerStatuses.map((c: any) => [c.name, [c.ready, c.started]]))).to.deep.equal({ iis: [true, true], waiter: [false, true] });
+      expect(ready.status.conditions.find((c: any) => c.type === 'Ready')).to.deep.include({ status: 'False', message: 'containers with unready status: [waiter]' });
+      const table = await runKubelet(['get', 'pod', 'iis-probed', '--no-headers', '--container-runtime-endpoint', rt.endpoint]);
+      expect(table.stdout).to.match(/^iis-probed\s+1\/2\s+Running\s+0\s/);
+
+      const restarted = await eventually('unhealthy restarted', async () => {
+        const pod = await get('unhealthy');
+        return (pod?.status.containerStatuses[0]?.restartCount ?? 0) >= 1 ? pod : undefined;
+      }, 60_000, 300);
+      expect(restarted.status.containerStatuses[0].lastState.terminated).to.be.an('object');
+      const described = await runKubelet(['describe', 'unhealthy', '--container-runtime-endpoint', rt.endpoint]);
+      // Exec probes quote the command's output: empty for `exit 1`.
+      expect(described.stdout).to.match(/Warning\s+Unhealthy\s+.*Liveness probe failed: *$/m);
+      expect(described.stdout).to.match(/Normal\s+Killing\s+.*Container app failed liveness probe, will be restarted$/m);
+      expect(described.stdout).to.match(/^ {4}Liveness: {7}exec \[cmd \/c exit 1\] delay=0s timeout=1s period=1s #success=1 #failure=2$/m);
+      const waiter = await runKubelet(['describe', 'iis-probed', '--container-runtime-endpoint', rt.endpoint]);
+      expect(waiter.stdout).to.match(/Warning\s+Unhealthy\s+.*Readiness probe failed: dial tcp 127\.\d+\.\d+\.\d+:8080: connect: connection refused$/m);
+    } finally {
+      await rm(join(manifests, 'iis-probed.yaml'), { force: true });
+      await rm(join(manifests, 'unhealthy.yaml'), { force: true });
+      await eventually('no probed pods left', async () => ((await sandboxNames(rt)).some((n) => n === 'iis-probed' || n === 'unhealthy') ? undefined : true), 30_000);
+      expect(await loop.stop()).to.equal(0);
+    }
   });
 
   it('refuses a directory that does not exist', async () => {

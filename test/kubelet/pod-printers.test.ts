@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { AdmissionError } from '../../src/kubelet/admission.js';
 import { ManifestError } from '../../src/kubelet/manifests.js';
-import { admissionErrorText, formatEvents, formatPodTable, manifestErrorTexts } from '../../src/kubelet/pod-printers.js';
+import { admissionErrorText, describeProbe, formatEvents, formatPodTable, manifestErrorTexts } from '../../src/kubelet/pod-printers.js';
 
 describe('kubectl texts for refusals', () => {
   const cases: { name: string; error: AdmissionError; expected: string }[] = [
@@ -93,4 +93,16 @@ describe('kubectl get pods table', () => {
       '  Warning   BackOff   5s (x4 over 2m)   kubelet   Back-off restarting failed container',
     ]);
   });
+});
+
+// kubectl v0.34.12 pkg/describe/describe.go DescribeProbe, on probes as the API server defaults them.
+describe('kubectl describe: probe lines (DescribeProbe)', () => {
+  const cases: [string, Parameters<typeof describeProbe>[0], string][] = [
+    ['exec, defaults', { exec: { command: ['cmd', '/c', 'exit 1'] } }, 'exec [cmd /c exit 1] delay=0s timeout=1s period=10s #success=1 #failure=3'],
+    ['http-get, named port', { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 }, 'http-get http://:http/healthz delay=0s timeout=1s period=1s #success=1 #failure=3'],
+    ['http-get, host and scheme', { httpGet: { host: 'example.test', path: '/', port: 8443, scheme: 'HTTPS' }, initialDelaySeconds: 5 }, 'http-get https://example.test:8443/ delay=5s timeout=1s period=10s #success=1 #failure=3'],
+    ['tcp-socket', { tcpSocket: { port: 8080 }, failureThreshold: 1 }, 'tcp-socket :8080 delay=0s timeout=1s period=10s #success=1 #failure=1'],
+    ['grpc', { grpc: { port: 9090, service: 'db' }, timeoutSeconds: 2 }, 'grpc <pod>:9090 db delay=0s timeout=2s period=10s #success=1 #failure=3'],
+  ];
+  for (const [name, probe, expected] of cases) it(name, () => expect(describeProbe(probe)).to.equal(expected));
 });

@@ -195,8 +195,27 @@ describe('pod status from the runtime and the kubelet record (generateAPIPodStat
       ['standalone (kubelet run, static pods): no kubeClient, no node IP', hostNetworkPod, noIp, undefined, undefined],
     ];
     for (const [name, pod, nodePod, hostIps, expected] of table) {
-      it(name, () => expect(computePodStatus(pod, nodePod, undefined, hostIps).podIP).to.equal(expected));
+      it(name, () => expect(computePodStatus(pod, nodePod, undefined, undefined, hostIps).podIP).to.equal(expected));
     }
+  });
+
+  it('a running container is ready and started as the prober says (UpdatePodStatus); Ready follows ready', () => {
+    const probes = (started: boolean, ready: boolean) => ({ started: () => started, ready: () => ready });
+    const pod = spec(['app']);
+    const running = node([{}]);
+    const notStarted = computePodStatus(pod, running, undefined, probes(false, false));
+    expect([notStarted.containerStatuses[0]!.started, notStarted.containerStatuses[0]!.ready]).to.deep.equal([false, false]);
+    const unready = computePodStatus(pod, running, undefined, probes(true, false));
+    expect([unready.containerStatuses[0]!.started, unready.containerStatuses[0]!.ready]).to.deep.equal([true, false]);
+    expect(unready.conditions.filter((c) => c.type === 'Ready' || c.type === 'ContainersReady').map((c) => [c.status, c.message])).to.deep.equal([
+      ['False', 'containers with unready status: [app]'],
+      ['False', 'containers with unready status: [app]'],
+    ]);
+    // kubectl: READY 0/1 and STATUS Running for a running container that is not ready.
+    expect([podRow(pod, unready).ready, podRow(pod, unready).status]).to.deep.equal(['0/1', 'Running']);
+    const ready = computePodStatus(pod, running, undefined, probes(true, true));
+    expect(ready.conditions.find((c) => c.type === 'Ready')!.status).to.equal('True');
+    expect(podRow(pod, ready).ready).to.equal('1/1');
   });
 
   it('CRI nanoseconds become second-precision RFC 3339; 0 is unset', () => {

@@ -256,3 +256,58 @@ describe('tolerations validation (ValidateTolerations)', () => {
     it(name, () => expect(validatePod(pod(tolerations)).map(formatFieldError)).to.deep.equal(expected));
   }
 });
+
+// validateProbe, validateHandler, validateLivenessProbe/ReadinessProbe/StartupProbe, ValidatePortNumOrName
+// (pkg/apis/core/validation/validation.go, kubernetes v1.34.12; apimachinery v0.34.12 util/validation).
+describe('probe validation (validateProbe)', () => {
+  const probed = (extra: Partial<V1Container>, init = false): V1Pod => ({
+    metadata: { name: 'web', namespace: 'apps' },
+    spec: init ? { containers: [{ name: 'app', image: 'img' }], initContainers: [{ name: 'setup', image: 'img', ...extra }] } : { containers: [{ name: 'app', image: 'img', ...extra }] },
+  });
+  const errors = (pod: V1Pod): string[] => validatePod(pod).map(formatFieldError);
+  const p = 'spec.containers[0]';
+  const cases: { name: string; container: Partial<V1Container>; init?: boolean; expected: string[] }[] = [
+    { name: 'a valid probe of each kind, defaults unset', container: { livenessProbe: { exec: { command: ['cmd', '/c', 'exit 0'] } }, readinessProbe: { httpGet: { path: '/', port: 'http' } }, startupProbe: { tcpSocket: { port: 80 } } }, expected: [] },
+    { name: 'no handler', container: { readinessProbe: { periodSeconds: 1 } }, expected: [`${p}.readinessProbe: Required value: must specify a handler type`] },
+    {
+      name: 'two handlers',
+      container: { livenessProbe: { exec: { command: ['x'] }, tcpSocket: { port: 80 } } },
+      expected: [`${p}.livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type`],
+    },
+    { name: 'exec without a command', container: { livenessProbe: { exec: { command: [] } } }, expected: [`${p}.livenessProbe.exec.command: Required value`] },
+    {
+      name: 'negative timings',
+      container: { readinessProbe: { grpc: { port: 9090 }, periodSeconds: -1, timeoutSeconds: -2 } },
+      expected: [`${p}.readinessProbe.timeoutSeconds: Invalid value: -2: must be greater than or equal to 0`, `${p}.readinessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0`],
+    },
+    { name: 'liveness successThreshold other than 1', container: { livenessProbe: { tcpSocket: { port: 80 }, successThreshold: 2 } }, expected: [`${p}.livenessProbe.successThreshold: Invalid value: 2: must be 1`] },
+    { name: 'readiness successThreshold 3 is fine', container: { readinessProbe: { tcpSocket: { port: 80 }, successThreshold: 3 } }, expected: [] },
+    {
+      name: 'terminationGracePeriodSeconds on a readiness probe',
+      container: { readinessProbe: { tcpSocket: { port: 80 }, terminationGracePeriodSeconds: 5 } },
+      expected: [`${p}.readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes`],
+    },
+    {
+      name: 'ports out of range or badly named, an unsupported scheme, a bad header',
+      container: {
+        livenessProbe: { httpGet: { path: '/', port: 0, scheme: 'http', httpHeaders: [{ name: 'X_Bad', value: '1' }] } },
+        readinessProbe: { tcpSocket: { port: 'Web--1' } },
+      },
+      expected: [
+        `${p}.livenessProbe.httpGet.port: Invalid value: 0: must be between 1 and 65535, inclusive`,
+        `${p}.livenessProbe.httpGet.scheme: Unsupported value: "http": supported values: "HTTP", "HTTPS"`,
+        `${p}.livenessProbe.httpGet.httpHeaders: Invalid value: "X_Bad": a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')`,
+        `${p}.readinessProbe.tcpSocket.port: Invalid value: "Web--1": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)`,
+        `${p}.readinessProbe.tcpSocket.port: Invalid value: "Web--1": must not contain consecutive hyphens`,
+      ],
+    },
+    {
+      name: 'probes on an init container',
+      init: true,
+      container: { readinessProbe: { tcpSocket: { port: 80 } } },
+      expected: ['spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always'],
+    },
+    { name: 'probes on a sidecar (restartPolicy Always) are validated', init: true, container: { restartPolicy: 'Always', startupProbe: { tcpSocket: { port: 80 } } }, expected: [] },
+  ];
+  for (const c of cases) it(c.name, () => expect(errors(probed(c.container, c.init))).to.deep.equal(c.expected));
+});

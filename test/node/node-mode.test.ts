@@ -176,6 +176,74 @@ describe('node mode against a real control plane', function () {
     await cp.kubectlOk(['delete', 'pod', 'hostproc', '--wait=true', '--timeout=60s']);
   });
 
+  // Probe texts: pkg/kubelet/prober/prober.go (Unhealthy), kuberuntime_manager.go computePodActions
+  // and kuberuntime_container.go killContainer (Killing), kubernetes v1.34.12.
+  it('runs probes: Ready after an httpGet readiness probe succeeds; a failing exec liveness probe kills and restarts the container', async () => {
+    const windows = { nodeSelector: { 'kubernetes.io/os': 'windows' }, terminationGracePeriodSeconds: 2 };
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'iis-ready', namespace: 'default' },
+          spec: {
+            ...windows,
+            containers: [{
+              name: 'iis',
+              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019',
+              ports: [{ name: 'http', containerPort: 80 }],
+              readinessProbe: { httpGet: { path: '/iisstart.htm', port: 'http' }, periodSeconds: 1 },
+            }, {
+              name: 'sidecar',
+              image: SERVERCORE,
+              command: ['ping', '-t', 'localhost'],
+              readinessProbe: { httpGet: { path: '/missing', port: 80 }, periodSeconds: 1, failureThreshold: 1 },
+            }],
+          },
+        },
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'unhealthy', namespace: 'default' },
+          spec: {
+            ...windows,
+            containers: [{ name: 'app', image: SERVERCORE, command: ['ping', '-t', 'localhost'], livenessProbe: { exec: { command: ['cmd', '/c', 'exit 1'] }, periodSeconds: 1, failureThreshold: 2 } }],
+          },
+        },
+      ],
+    });
+    const ready = await until('iis-ready: iis ready', 60_000, async () => {
+      const p = await podJson('iis-ready');
+      return p.status.containerStatuses?.find((c: any) => c.name === 'iis')?.ready === true ? p : undefined;
+    });
+    const byName = Object.fromEntries(ready.status.containerStatuses.map((c: any) => [c.name, [c.ready, c.started]]));
+    expect(byName).to.deep.equal({ iis: [true, true], sidecar: [false, true] });
+    const conditions = Object.fromEntries(ready.status.conditions.map((c: any) => [c.type, [c.status, c.message ?? '']]));
+    expect(conditions).to.deep.include({ ContainersReady: ['False', 'containers with unready status: [sidecar]'], Ready: ['False', 'containers with unready status: [sidecar]'] });
+    expect(await cp.kubectlOk(['get', 'pod', 'iis-ready', '--no-headers'])).to.match(/^iis-ready\s+1\/2\s+Running\s+0\s/);
+    const readinessEvents = await until('the Unhealthy event of iis-ready', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=iis-ready,reason=Unhealthy', '-o', 'custom-columns=TYPE:.type,FIELD:.involvedObject.fieldPath,MESSAGE:.message', '--no-headers']);
+      return out.trim() === '' ? undefined : out;
+    });
+    expect(readinessEvents).to.match(/^Warning\s+spec\.containers\{sidecar\}\s+Readiness probe failed: HTTP probe failed with statuscode: 404$/m);
+
+    const restarted = await until('unhealthy restarted', 60_000, async () => {
+      const p = await podJson('unhealthy');
+      return (p.status.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+    });
+    expect(restarted.status.containerStatuses[0].lastState.terminated).to.be.an('object');
+    const events = await until('Killing event of unhealthy', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=unhealthy', '-o', 'custom-columns=REASON:.reason,MESSAGE:.message', '--no-headers']);
+      return /^Killing/m.test(out) ? out : undefined;
+    });
+    // Exec probes quote the command's output, empty for `exit 1`.
+    expect(events).to.match(/^Unhealthy\s+Liveness probe failed: $/m);
+    expect(events).to.match(/^Killing\s+Container app failed liveness probe, will be restarted$/m);
+    await cp.kubectlOk(['delete', 'pod', 'iis-ready', 'unhealthy', '--wait=false']);
+  });
+
   it('reports RunContainerError and back-off with the runtime message when the node may not use the gMSA (--ad-mode gmsa-kep)', async () => {
     const denied = kepExampleWith((doc) => {
       doc.DomainJoinConfig.MachineAccountName = 'SqlReporting';

@@ -51,6 +51,8 @@ export class KubeletNode {
       limiter: options.limiter,
       imagePulls: new ImagePulls(),
       ...(options.backoffInitialMs === undefined ? {} : { backoffInitialMs: options.backoffInitialMs }),
+      // Probe workers wait on the same wheel as the node's lease and status timers.
+      ...(options.nodeController?.wheel === undefined ? {} : { wheel: options.nodeController.wheel }),
     });
     // Subscribed before the informer starts; the informer's first list reaches every node.
     options.informer.subscribe(options.identity.name, this.podController);

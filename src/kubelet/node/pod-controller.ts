@@ -10,6 +10,9 @@
  *   phase, the conditions PodReadyToStartContainers/Initialized/ContainersReady/Ready,
  *   podIP(s), hostIP(s), container statuses; PATCHed only when it changed;
  * - restartPolicy with the kubelet's back-off (10 s doubling to 5 min: CrashLoopBackOff);
+ * - liveness, readiness and startup probes (prober.ts) on the process's timer wheel: readiness
+ *   sets `ready` and the Ready conditions, startup `started`; a failed liveness or startup probe
+ *   kills the container (event Killing), which is then restarted per restartPolicy;
  * - graceful deletion: deletionTimestamp → StopContainer with the grace period → final status →
  *   DELETE with gracePeriodSeconds 0 and a UID precondition (status_manager.go); pods that vanish
  *   from the API are stopped and removed from the runtime;
@@ -26,7 +29,7 @@ import { unaryCall, type CriClient } from '../../cri/proto.js';
 import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../admission.js';
 import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
-import { computePodStatus, type ContainerStatusView, type PodStatusView } from '../pod-status.js';
+import { computePodStatus, type ContainerStatusView, type PodStatusView, type ProbeStatus } from '../pod-status.js';
 import type { ContainerRecord, PodRecord } from '../pod-records.js';
 import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
 import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
@@ -34,6 +37,9 @@ import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
 import { admitPodOs } from '../kubelet-admission.js';
+import { runInContainer } from '../container-exec.js';
+import { ProbeManager, probedPod } from '../prober.js';
+import { TimerWheel } from './timer-wheel.js';
 
 /** Bounds the pod syncs running at once across every node of a process. */
 export class SyncLimiter {
@@ -65,6 +71,8 @@ export interface PodControllerOptions {
   readonly imagePulls?: ImagePulls;
   readonly backoffInitialMs?: number;
   readonly backoffMaxMs?: number;
+  /** The process's timer wheel, on which probe workers wait; default: one of the controller's own. */
+  readonly wheel?: TimerWheel;
 }
 
 interface Backoff {
@@ -101,6 +109,8 @@ export class PodController implements PodHandler {
   private adoptable = new Set<string>();
   private events: grpc.ClientReadableStream<unknown> | undefined;
   private stopped = false;
+  private readonly probes: ProbeManager;
+  private readonly ownWheel: TimerWheel | undefined;
 
   constructor(
     private readonly api: ApiRequester,
@@ -108,7 +118,15 @@ export class PodController implements PodHandler {
     private readonly recorder: EventRecorder,
     private readonly logger: Logger,
     private readonly options: PodControllerOptions,
-  ) {}
+  ) {
+    this.ownWheel = options.wheel === undefined ? new TimerWheel() : undefined;
+    this.probes = new ProbeManager({
+      scheduler: options.wheel ?? this.ownWheel!,
+      exec: runInContainer(cri, options.callTimeoutMs),
+      onResult: (uid) => this.enqueue(uid),
+      onEvent: (pod, event) => this.recorder.record(pod, [event]),
+    });
+  }
 
   /** Reads what the runtime still runs (to adopt it) and follows container exits. */
   async start(): Promise<void> {
@@ -122,6 +140,8 @@ export class PodController implements PodHandler {
     this.stopped = true;
     this.events?.cancel();
     for (const state of this.pods.values()) clearTimeout(state.backoffTimer);
+    this.probes.stop();
+    this.ownWheel?.stop();
   }
 
   /** The pods the node runs, for the kubelet server's /pods. */
@@ -224,6 +244,7 @@ export class PodController implements PodHandler {
   private async sync(state: PodState): Promise<void> {
     if (state.deleted) {
       clearTimeout(state.backoffTimer);
+      this.probes.removePod(state.uid);
       this.pods.delete(state.uid);
       this.recorder.forget(state.uid);
       await this.removeFromRuntime(state.uid, 'deleted from the API server');
@@ -287,12 +308,16 @@ export class PodController implements PodHandler {
         }
       }
     } else {
-      await this.restartExited(state, nodePod, workerOptions, events);
+      const killed = await this.killUnhealthy(state, nodePod, events);
+      if (killed.size > 0) nodePod = (await this.readNodePod(state.uid)) ?? nodePod;
+      await this.restartExited(state, nodePod, workerOptions, events, killed);
     }
     this.recorder.record(pod, events);
     nodePod = await this.readNodePod(state.uid);
     this.recordBackoffs(state, nodePod, events);
-    await this.patchStatus(state, this.apiStatus(state, computePodStatus(pod, nodePod, state.record, [this.options.nodeIp])));
+    const view = computePodStatus(pod, nodePod, state.record, this.probeStatus(state.uid), [this.options.nodeIp]);
+    this.observeForProbes(state, view, nodePod);
+    await this.patchStatus(state, this.apiStatus(state, view));
     this.armBackoffTimer(state);
   }
 
@@ -353,6 +378,45 @@ export class PodController implements PodHandler {
     return (await listNodePods(this.cri, { uid, callTimeoutMs: this.options.callTimeoutMs }))[0];
   }
 
+  // ---- probes ----
+
+  private probeStatus(uid: string): ProbeStatus | undefined {
+    if (!this.probes.probes(uid)) return undefined;
+    return { started: (name, id) => this.probes.isStarted(uid, name, id), ready: (name, id) => this.probes.isReady(uid, name, id) };
+  }
+
+  /** Hands the probe workers the containers as this sync saw them (workers exist only for probed containers). */
+  private observeForProbes(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): void {
+    this.probes.addPod(state.pod);
+    if (!this.probes.probes(state.uid)) return;
+    this.probes.setPodStatus(state.uid, probedPod(view, nodePod));
+  }
+
+  /**
+   * computePodActions and killContainer for probes: a running container whose liveness (or startup)
+   * probe failed is stopped with the probe's terminationGracePeriodSeconds (else the pod's), with
+   * the event Killing; restartExited then starts it again per restartPolicy.
+   */
+  private async killUnhealthy(state: PodState, nodePod: NodePod, events: PodEvent[]): Promise<Set<string>> {
+    const killed = new Set<string>();
+    if (!this.probes.probes(state.uid)) return killed;
+    const pod = state.pod;
+    for (const [name, current] of latestAttempts(nodePod)) {
+      if (current.state !== 'Running') continue;
+      const failed = this.probes.failedProbe(current.id);
+      const container = pod.spec?.containers.find((c) => c.name === name);
+      if (failed === undefined || container === undefined) continue;
+      const restart = (pod.spec?.restartPolicy ?? 'Always') !== 'Never';
+      const message = `Container ${name} failed ${failed} probe${restart ? ', will be restarted' : ''}`;
+      const probe = failed === 'liveness' ? container.livenessProbe : container.startupProbe;
+      const grace = probe?.terminationGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      events.push({ type: 'Normal', reason: 'Killing', message, container: name });
+      await unaryCall(this.cri.runtime, 'StopContainer', { container_id: current.id, timeout: String(grace) }, { timeoutMs: this.options.callTimeoutMs + grace * 1000 }).catch(ignoreNotFound);
+      if (restart) killed.add(name);
+    }
+    return killed;
+  }
+
   // ---- restarts and back-off ----
 
   private inBackoff(state: PodState, container: string): boolean {
@@ -382,7 +446,8 @@ export class PodController implements PodHandler {
   }
 
   /** computePodActions for a ready sandbox: init containers in order, then exited containers per restartPolicy. */
-  private async restartExited(state: PodState, nodePod: NodePod, options: PodWorkerOptions, events: PodEvent[]): Promise<void> {
+  /** `killed`: containers just stopped for a failed probe, started again whatever their exit code. */
+  private async restartExited(state: PodState, nodePod: NodePod, options: PodWorkerOptions, events: PodEvent[], killed: ReadonlySet<string> = new Set()): Promise<void> {
     const pod = state.pod;
     const latest = latestAttempts(nodePod);
     for (const container of pod.spec?.initContainers ?? []) {
@@ -397,8 +462,8 @@ export class PodController implements PodHandler {
     }
     for (const container of pod.spec?.containers ?? []) {
       const current = latest.get(container.name);
-      if (!shouldStartContainer(pod, current)) continue;
-      if (this.inBackoff(state, container.name)) continue;
+      if (!killed.has(container.name) && !shouldStartContainer(pod, current)) continue;
+      if (!killed.has(container.name) && this.inBackoff(state, container.name)) continue;
       await this.restart(state, container, 'regular', nodePod, current, options, events);
     }
   }
@@ -504,11 +569,12 @@ export class PodController implements PodHandler {
       }
       clearTimeout(state.backoffTimer);
       state.backoffs.clear();
+      this.probes.removePod(state.uid);
       const stopped = await this.readNodePod(state.uid);
       // A deleted pod's containers are not restarted: its phase is terminal.
       const final = { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } as V1Pod;
       const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
-      const view = computePodStatus(final, stopped, { ...state.record, containers: records }, [this.options.nodeIp]);
+      const view = computePodStatus(final, stopped, { ...state.record, containers: records }, undefined, [this.options.nodeIp]);
       const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
       await this.patchStatus(state, this.apiStatus(state, { ...view, phase }));
       state.terminated = true;

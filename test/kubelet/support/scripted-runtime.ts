@@ -12,6 +12,8 @@ import type { ContainerConfig__Output } from '../../../src/generated/runtime/v1/
 export class ScriptedRuntime {
   readonly calls: string[] = [];
   readonly created: ContainerConfig__Output[] = [];
+  /** The ExecSync requests: command and timeout. */
+  readonly execs: { cmd: string[]; timeout: number }[] = [];
   readonly images = new Map<string, string>([['nano:ltsc2022', 'ContainerUser'], ['servercore:ltsc2022', 'ContainerAdministrator']]);
   failSandbox = false;
   private readonly exits = new Map<string, number>();
@@ -52,6 +54,13 @@ export class ScriptedRuntime {
       StartContainer: handle('StartContainer', (req) => {
         if (this.names.get(req.container_id) === 'crash') throw fail(grpc.status.UNKNOWN, 'The user name or password is incorrect.');
         return {};
+      }),
+      // ExecSync: `slow` outlives its timeout, `gone` names no container, `exit N` exits N with output.
+      ExecSync: handle('ExecSync', (req) => {
+        this.execs.push({ cmd: req.cmd, timeout: Number(req.timeout) });
+        if (req.cmd[0] === 'slow') throw fail(grpc.status.DEADLINE_EXCEEDED, 'command timed out');
+        if (req.cmd[0] === 'gone') throw fail(grpc.status.NOT_FOUND, `container ${req.container_id} not found`);
+        return { stdout: Buffer.from('out;'), stderr: Buffer.from('err'), exit_code: req.cmd[0] === 'exit' ? Number(req.cmd[1]) : 0 };
       }),
       // The node starts empty: nothing runs that the kubelet did not start here.
       ListPodSandbox: handle('ListPodSandbox', () => ({ items: [] })),
