@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { crictlConfigFile, crictlJson, runCrictl } from '../support/crictl.js';
 import { cliPath, criToolPath, repoRoot, requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import { waitUntil } from '../support/wait.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
 
 const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
@@ -300,11 +301,18 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
     it('after the pod is removed nothing of it is left: no listener on its IP, no extra socket', async () => {
       const before = socketsOf(runtime().pid);
       await crictl(['rmp', '-f', ids.pod]);
-      await new Promise((r) => setTimeout(r, 200));
-      await fetch(`http://${ids.podIp}/`, { signal: AbortSignal.timeout(5000) }).then(
-        async () => expect.fail(`the pod IP still answers: ${(await crictl(['pods', '-v'])).stdout}`),
-        (err: Error) => expect(String((err.cause as Error | undefined)?.message ?? err.message)).to.match(/ECONNREFUSED/),
+      // The runtime closes its end of crictl's connection when it reads crictl's exit, and the
+      // pod's server when its process has ended; on a busy machine either can come a little after
+      // crictl returns. A leaked listener or socket stays, so waiting for them cannot hide one.
+      const refused = async (): Promise<boolean> => fetch(`http://${ids.podIp}/`, { signal: AbortSignal.timeout(5000) }).then(
+        () => false,
+        (err: Error) => /ECONNREFUSED/.test(String((err.cause as Error | undefined)?.message ?? err.message)),
       );
+      await waitUntil('the pod IP to refuse connections', refused, 10_000, 100).catch(async (err: Error) => {
+        throw new Error(`${err.message}; the pod IP still answers: ${(await crictl(['pods', '-v'])).stdout}`);
+      });
+      await waitUntil(`the runtime to hold at most the ${before} sockets it held before`, () => socketsOf(runtime().pid) <= before, 10_000, 100)
+        .catch(() => undefined);
       expect(socketsOf(runtime().pid)).to.be.at.most(before);
     });
   });
