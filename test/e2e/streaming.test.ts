@@ -57,13 +57,29 @@ function crictlWithInput(rt: RuntimeHandle, args: string[], input: string[], opt
   });
 }
 
-/** A free TCP port on 127.0.0.1 for `crictl port-forward`. */
+/** A TCP port free on 127.0.0.1 now, for a pod's host port (which must be named in advance). */
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((r) => server.close(() => r()));
   return port;
+}
+
+/**
+ * The local port a port-forward given `:80` chose (it prints "Forwarding from 127.0.0.1:PORT ->
+ * 80"), waited for up to 20 s. Letting the forwarder choose leaves no gap in which another
+ * process could take a port found free beforehand.
+ */
+async function forwardedPort(output: () => string): Promise<number> {
+  let port: number | undefined;
+  await waitUntil('the "Forwarding from" line', () => {
+    port = Number(/Forwarding from 127\.0\.0\.1:(\d+) -> 80\n/.exec(output())?.[1] ?? NaN);
+    return Number.isInteger(port);
+  }, 20_000, 50).catch((err: Error) => {
+    throw new Error(`${err.message}; the forwarder printed: ${JSON.stringify(output())}`);
+  });
+  return port!;
 }
 
 /** Sockets the runtime process holds open (from /proc). */
@@ -164,14 +180,12 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
       });
 
       it('port-forward carries an HTTP request to the pod\'s nginx', async () => {
-        const port = await freePort();
         const bin = criToolPath('crictl') as string;
-        const child = spawn(bin, ['--config', crictlConfigFile(runtime()), '-r', runtime().endpoint, 'port-forward', '--transport', transport, ids.pod, `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(bin, ['--config', crictlConfigFile(runtime()), '-r', runtime().endpoint, 'port-forward', '--transport', transport, ids.pod, ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
         try {
           let out = '';
           child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });
-          const deadline = Date.now() + 10_000;
-          while (!out.includes(`Forwarding from 127.0.0.1:${port} -> 80`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          const port = await forwardedPort(() => out);
           for (let i = 0; i < 3; i++) {
             const page = await get(`http://127.0.0.1:${port}/`);
             expect(page.status).to.equal(200);
@@ -222,14 +236,12 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
     });
 
     it('kubelet port-forward carries HTTP to the pod', async () => {
-      const port = await freePort();
       const rtm = runtime();
-      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
       try {
         let out = '';
         child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });
-        const deadline = Date.now() + 10_000;
-        while (!out.includes(`Forwarding from 127.0.0.1:${port} -> 80`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const port = await forwardedPort(() => out);
         const pages = await Promise.all([1, 2, 3].map(() => get(`http://127.0.0.1:${port}/`)));
         expect(pages.map((p) => p.status)).to.deep.equal([200, 200, 200]);
         expect(out).to.contain(`Handling connection for ${port}`);
