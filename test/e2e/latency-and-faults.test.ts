@@ -76,17 +76,21 @@ describe('a runtime with injected faults and latency, through the real crictl', 
     expect(text).to.include('cri_winsim_runtime_operations_errors_total{operation_type="run_podsandbox",code="UNAVAILABLE"} 1');
   });
 
-  it('--latency-profile windows-server-2019 --seed 7: a RunPodSandbox longer than crictl\'s deadline is DeadlineExceeded and never creates the sandbox', async function () {
+  it('--latency-profile windows-server-2019 --seed 22: a RunPodSandbox longer than crictl\'s deadline is DeadlineExceeded and never creates the sandbox', async function () {
     requireCriTool(this, 'crictl');
-    rt = await startRuntime({ name: 'latency', args: ['--latency-profile', 'windows-server-2019', '--seed', '7', '--metrics-addr', '127.0.0.1:0'] });
-    // Seed 7 on WINNODE1 draws 1.84 s for the first RunPodSandbox; crictl gives RunPodSandbox
-    // twice its --timeout (cri-client remote_runtime.go), 1 s here.
-    const late = await runCrictl(rt, ['runp', podConfig(rt, 'slow')], { check: false, callTimeout: '500ms' });
+    rt = await startRuntime({ name: 'latency', args: ['--latency-profile', 'windows-server-2019', '--seed', '22', '--metrics-addr', '127.0.0.1:0'] });
+    // Seed 22 on WINNODE1 draws 4.67 s for the first RunPodSandbox (1.58 s for the second);
+    // crictl gives RunPodSandbox twice its --timeout (cri-client remote_runtime.go), 4 s here.
+    // The same --timeout bounds crictl's dial and its Version check before the call
+    // (cri-client v0.34 NewRemoteRuntimeService, validateServiceConnection): 2 s leaves room
+    // for a busy machine, where the 500 ms that seed 7 (1.84 s) allowed left little.
+    const late = await runCrictl(rt, ['runp', podConfig(rt, 'slow')], { check: false, callTimeout: '2s' });
     expect(late.code).to.equal(1);
     // Three timers end the call at the same instant and the first status wins: crictl's own
     // (grpc-go's "context deadline exceeded", nearly always), grpc-js's server-side deadline
-    // ("Deadline exceeded", its server-interceptors.js) or ours (docs/latency-and-faults.md).
-    expect(late.stderr, late.stderr).to.match(/level=fatal msg="run pod sandbox: rpc error: code = DeadlineExceeded desc = (context deadline exceeded|Deadline exceeded|context deadline exceeded: RunPodSandbox takes 1\.84s on this node \(--latency-profile windows-server-2019\), longer than the call's deadline allowed \(\d+ms\))"$/m);
+    // ("Deadline exceeded", its server-interceptors.js) or ours (docs/latency-and-faults.md),
+    // which gives the time the deadline left as formatMs writes it: "950ms" or "3.95s".
+    expect(late.stderr, late.stderr).to.match(/level=fatal msg="run pod sandbox: rpc error: code = DeadlineExceeded desc = (context deadline exceeded|Deadline exceeded|context deadline exceeded: RunPodSandbox takes 4\.67s on this node \(--latency-profile windows-server-2019\), longer than the call's deadline allowed \((\d+ms|\d\.\d{2}s)\))"$/m);
     // Past the whole delay, the abandoned call has still created nothing.
     await sleep(1_500);
     expect((await runCrictl(rt, ['pods', '-q'])).stdout.trim()).to.equal('');
