@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { runProcess } from '../support/process.js';
 import { repoRoot } from '../support/paths.js';
 
-describe('bench command line', () => {
+describe('bench command line', function () {
+  // Two node starts per test, each bounded at 20 s: mocha's default of 20 s for both is tight
+  // on a busy machine.
+  this.timeout(60_000);
   const script = join(repoRoot, 'dist', 'bench', 'run.js');
 
   it('--help lists every option with its default and starts nothing', async () => {

@@ -23,7 +23,10 @@ function runCli(args: string[], timeoutMs = 15_000): Promise<{ code: number | nu
   });
 }
 
-describe('cri-winsim runtime (command)', () => {
+describe('cri-winsim runtime (command)', function () {
+  // Each test starts node with the CLI up to three times; on a busy 2-core machine one start
+  // took 4 s, and mocha's default 20 s was two thirds spent (12.3 s) by the three usage errors.
+  this.timeout(60_000);
   let runtime: RuntimeHandle | undefined;
 
   afterEach(async () => {

@@ -296,8 +296,10 @@ describe('crictl against cri-winsim runtime', function () {
       expect(res.timedOut, 'crictl logs -f kept running after the container stopped').to.equal(false);
       expect(stopRequested, `crictl logs -f printed too little: ${JSON.stringify(seen)}`).to.not.equal(undefined);
       await stopRequested;
-      // crictl polls the container status once a second; allow a few polls.
-      expect(Date.now() - stopTime).to.be.lessThan(8_000);
+      // crictl polls the container status once a second; allow a few polls, the 1 s stop timeout
+      // and two crictl processes (the stop, and the follower's exit) on a busy machine, where one
+      // start of crictl can take seconds.
+      expect(Date.now() - stopTime).to.be.lessThan(15_000);
       expect(res.stdout.split('\n').filter((l) => l === 'tick').length).to.be.greaterThanOrEqual(2);
     });
 

@@ -40,14 +40,18 @@ const text = (s: string): string => s.replace(/\r\n/g, '\n').trimEnd();
 const NGINX = 'registry.k8s.io/e2e-test-images/nginx:1.14-2';
 const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
 
-/** GET with a few retries while a listener comes up; the status, the Server header and the body. */
+/**
+ * GET, retried for up to 10 s while a listener comes up (on a busy machine the runtime may take
+ * more than the 2 s that 20 quick retries give); the status, the Server header and the body.
+ */
 async function get(url: string): Promise<{ status: number; server: string; body: string }> {
-  for (let attempt = 0; ; attempt++) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
       return { status: res.status, server: res.headers.get('server') ?? '', body: await res.text() };
     } catch (err) {
-      if (attempt >= 20) throw err;
+      if (Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { crictlConfigFile, crictlJson, runCrictl } from '../support/crictl.js';
 import { cliPath, criToolPath, repoRoot, requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
+import { waitUntil } from '../support/wait.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
 
 const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
@@ -56,13 +57,29 @@ function crictlWithInput(rt: RuntimeHandle, args: string[], input: string[], opt
   });
 }
 
-/** A free TCP port on 127.0.0.1 for `crictl port-forward`. */
+/** A TCP port free on 127.0.0.1 now, for a pod's host port (which must be named in advance). */
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
   await new Promise<void>((r) => server.close(() => r()));
   return port;
+}
+
+/**
+ * The local port a port-forward given `:80` chose (it prints "Forwarding from 127.0.0.1:PORT ->
+ * 80"), waited for up to 20 s. Letting the forwarder choose leaves no gap in which another
+ * process could take a port found free beforehand.
+ */
+async function forwardedPort(output: () => string): Promise<number> {
+  let port: number | undefined;
+  await waitUntil('the "Forwarding from" line', () => {
+    port = Number(/Forwarding from 127\.0\.0\.1:(\d+) -> 80\n/.exec(output())?.[1] ?? NaN);
+    return Number.isInteger(port);
+  }, 20_000, 50).catch((err: Error) => {
+    throw new Error(`${err.message}; the forwarder printed: ${JSON.stringify(output())}`);
+  });
+  return port!;
 }
 
 /** Sockets the runtime process holds open (from /proc). */
@@ -163,14 +180,12 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
       });
 
       it('port-forward carries an HTTP request to the pod\'s nginx', async () => {
-        const port = await freePort();
         const bin = criToolPath('crictl') as string;
-        const child = spawn(bin, ['--config', crictlConfigFile(runtime()), '-r', runtime().endpoint, 'port-forward', '--transport', transport, ids.pod, `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(bin, ['--config', crictlConfigFile(runtime()), '-r', runtime().endpoint, 'port-forward', '--transport', transport, ids.pod, ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
         try {
           let out = '';
           child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });
-          const deadline = Date.now() + 10_000;
-          while (!out.includes(`Forwarding from 127.0.0.1:${port} -> 80`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          const port = await forwardedPort(() => out);
           for (let i = 0; i < 3; i++) {
             const page = await get(`http://127.0.0.1:${port}/`);
             expect(page.status).to.equal(200);
@@ -221,14 +236,12 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
     });
 
     it('kubelet port-forward carries HTTP to the pod', async () => {
-      const port = await freePort();
       const rtm = runtime();
-      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', `${port}:80`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [cliPath, 'kubelet', '--container-runtime-endpoint', rtm.endpoint, '--root-dir', join(rtm.dir, 'kubelet'), 'port-forward', 'kweb', ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
       try {
         let out = '';
         child.stdout.setEncoding('utf8').on('data', (c: string) => { out += c; });
-        const deadline = Date.now() + 10_000;
-        while (!out.includes(`Forwarding from 127.0.0.1:${port} -> 80`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const port = await forwardedPort(() => out);
         const pages = await Promise.all([1, 2, 3].map(() => get(`http://127.0.0.1:${port}/`)));
         expect(pages.map((p) => p.status)).to.deep.equal([200, 200, 200]);
         expect(out).to.contain(`Handling connection for ${port}`);
@@ -300,11 +313,18 @@ describe('crictl streaming and pod network against cri-winsim runtime', function
     it('after the pod is removed nothing of it is left: no listener on its IP, no extra socket', async () => {
       const before = socketsOf(runtime().pid);
       await crictl(['rmp', '-f', ids.pod]);
-      await new Promise((r) => setTimeout(r, 200));
-      await fetch(`http://${ids.podIp}/`, { signal: AbortSignal.timeout(5000) }).then(
-        async () => expect.fail(`the pod IP still answers: ${(await crictl(['pods', '-v'])).stdout}`),
-        (err: Error) => expect(String((err.cause as Error | undefined)?.message ?? err.message)).to.match(/ECONNREFUSED/),
+      // The runtime closes its end of crictl's connection when it reads crictl's exit, and the
+      // pod's server when its process has ended; on a busy machine either can come a little after
+      // crictl returns. A leaked listener or socket stays, so waiting for them cannot hide one.
+      const refused = async (): Promise<boolean> => fetch(`http://${ids.podIp}/`, { signal: AbortSignal.timeout(5000) }).then(
+        () => false,
+        (err: Error) => /ECONNREFUSED/.test(String((err.cause as Error | undefined)?.message ?? err.message)),
       );
+      await waitUntil('the pod IP to refuse connections', refused, 10_000, 100).catch(async (err: Error) => {
+        throw new Error(`${err.message}; the pod IP still answers: ${(await crictl(['pods', '-v'])).stdout}`);
+      });
+      await waitUntil(`the runtime to hold at most the ${before} sockets it held before`, () => socketsOf(runtime().pid) <= before, 10_000, 100)
+        .catch(() => undefined);
       expect(socketsOf(runtime().pid)).to.be.at.most(before);
     });
   });

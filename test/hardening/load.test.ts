@@ -33,6 +33,23 @@ function openFileLimit(): number {
   }
 }
 
+/**
+ * The answer of `list` once it has stayed the same for a second (polled every 250 ms, at most
+ * 30 s): the state after the calls a client gave up on have finished on the runtime's side.
+ */
+async function settledList<T>(list: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  let last = await list();
+  let sameSince = Date.now();
+  while (Date.now() - sameSince < 1_000 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    const next = await list();
+    if (JSON.stringify(next) !== JSON.stringify(last)) sameSince = Date.now();
+    last = next;
+  }
+  return last;
+}
+
 describe('hardening: load on the CRI socket', function () {
   this.timeout(180_000);
   let h: HardeningRuntime | undefined;
@@ -163,9 +180,10 @@ describe('hardening: load on the CRI socket', function () {
       unaryCall(rt.cri.runtime, 'RunPodSandbox', { config: pod(`deadline-${i}`) }, { timeoutMs: 1 + (i % 8) })));
     const expired = outcomes.filter((o) => o.status === 'rejected');
     for (const o of expired) expect(codeName(((o as PromiseRejectedResult).reason as grpc.ServiceError).code)).to.equal('DEADLINE_EXCEEDED');
-    // Give the calls the client gave up on time to finish on the runtime's side.
-    await new Promise((r) => setTimeout(r, 1_000));
-    const { items } = await rt.call('runtime', 'ListPodSandbox', {});
+    // Give the calls the client gave up on time to finish on the runtime's side: at least a
+    // second, and until the list has stayed the same for one (a busy machine can hold a call up
+    // longer; the runtime does not tell how many it still runs).
+    const { items } = await settledList(() => rt.call('runtime', 'ListPodSandbox', {}));
     // Whatever the client saw, each sandbox is either fully there (ready, with an IP) or not at all.
     for (const item of items as Array<{ id: string; state: number; metadata: { name: string } }>) {
       expect(item.state, `${item.metadata.name} is READY`).to.equal(0);
@@ -194,8 +212,7 @@ describe('hardening: load on the CRI socket', function () {
       config: { metadata: { name: `gmsa-${i}` }, image: { image: IIS }, command: ['ping', '-t', 'localhost'], windows: { security_context: { credential_spec: KEP_EXAMPLE_CREDENTIAL_SPEC } } },
       sandbox_config: pod(target.metadata.name),
     }, { timeoutMs: 1 + (i % 6) })));
-    await new Promise((r) => setTimeout(r, 1_000));
-    const { containers } = await rt.call('runtime', 'ListContainers', {});
+    const { containers } = await settledList(() => rt.call('runtime', 'ListContainers', {}));
     expect(await credentialSpecFiles(rt.rt.stateDir), 'one staged file per created container').to.have.length(containers.length);
     await removeEverything(rt);
     expect(await credentialSpecFiles(rt.rt.stateDir)).to.deep.equal([]);

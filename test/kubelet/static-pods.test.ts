@@ -418,7 +418,9 @@ describe('static pod sync loop run(): event-driven, not polling', function () {
     const began = Date.now();
     loop.stop();
     await loop.done;
-    expect(Date.now() - began).to.be.below(2_000);
+    // Promptly: the resync is 600 s away; what stop() may wait for is the pass under way, whose
+    // CRI calls to the runtime process a busy machine can stretch to seconds.
+    expect(Date.now() - began).to.be.below(10_000);
     expect((await listNodePods(cri)).map((p) => [p.name, p.containers[0]?.state])).to.deep.equal([['a', 'Running']]);
   });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { COMMAND_NOT_FOUND } from '../../src/runtime/process/command-registry.js';
 import { evaluateArithmetic, parseShellScript, ShellSyntaxError } from '../../src/runtime/process/shell.js';
 import { CommandNotFoundError } from '../../src/runtime/process/simulated-process.js';
+import { waitUntil } from '../support/wait.js';
 import { run, start, testRegistry, testTarget } from './emulator-harness.js';
 
 describe('command emulator', () => {
@@ -99,13 +100,18 @@ describe('command emulator', () => {
     });
 
     it('a loop ends when the process is killed', async () => {
+      const ticks = (): number => out.stdout.split('\n').filter((l) => l === 'tick').length;
+      const began = Date.now();
       const { process, out } = start(['sh', '-c', 'while true; do echo tick; sleep 0.05; done']);
-      await new Promise((r) => setTimeout(r, 180));
+      await waitUntil('three ticks', () => ticks() >= 3);
+      // Two sleeps of 50 ms lie between the first tick and the third.
+      expect(Date.now() - began).to.be.at.least(95);
       process.kill('SIGKILL');
       const exit = await process.exited;
       expect(exit.exitCode).to.equal(137);
-      const ticks = out.stdout.split('\n').filter((l) => l === 'tick').length;
-      expect(ticks).to.be.within(2, 6);
+      const atExit = ticks();
+      await new Promise((r) => setTimeout(r, 150));
+      expect(ticks()).to.equal(atExit);
     });
 
     it('parses nested structures and rejects unbalanced ones', () => {
@@ -212,8 +218,7 @@ describe('command emulator', () => {
 
     it('httpd logs its start and shuts down on SIGTERM with 0', async () => {
       const { process, out } = start(['httpd-foreground'], { init: true });
-      await new Promise((r) => setTimeout(r, 20));
-      expect(out.stderr).to.contain('httpd');
+      await waitUntil('httpd to log its start', () => out.stderr.includes('httpd'));
       process.kill('SIGTERM');
       expect((await process.exited).exitCode).to.equal(0);
       expect(out.stderr).to.contain('caught SIGTERM, shutting down');
@@ -238,18 +243,16 @@ describe('command emulator', () => {
       expect((await run(['powershell', '/c', '$env:computername'], { target: win, env: { COMPUTERNAME: 'WEB-0' } })).stdout).to.equal('WEB-0\r\n');
       expect((await run(['powershell', '-Command', 'echo a; exit 4'], { target: win })).exitCode).to.equal(4);
       const { process, out } = start(['powershell', '-c', "while($true) { echo 'tick'; sleep -m 30; }"], { target: win });
-      await new Promise((r) => setTimeout(r, 100));
+      await waitUntil('two ticks', () => out.stdout.split('\r\n').filter((l) => l === 'tick').length >= 2);
       process.kill('SIGTERM');
       await process.exited;
-      expect(out.stdout.split('\r\n').filter((l) => l === 'tick').length).to.be.greaterThanOrEqual(2);
       const check = await run(['powershell', '-c', 'get-process | findstr sleep; exit 0'], { target: win });
       expect(check).to.deep.include({ stdout: '', exitCode: 0 });
     });
 
     it('ping -t localhost replies every second until stopped (Windows has no PID 1 rule)', async () => {
       const { process, out } = start(['cmd', '/c', 'ping -t localhost'], { target: win, init: true });
-      await new Promise((r) => setTimeout(r, 50));
-      expect(out.stdout).to.contain('Reply from ::1');
+      await waitUntil('the first reply', () => out.stdout.includes('Reply from ::1'));
       process.kill('SIGTERM');
       expect((await process.exited).exitCode).to.not.equal(0);
     });

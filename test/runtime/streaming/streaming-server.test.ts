@@ -6,6 +6,7 @@ import { WebSocket } from 'ws';
 import { RequestCache, TOKEN_TTL_MS } from '../../../src/runtime/streaming/request-cache.js';
 import { v4Status } from '../../../src/runtime/streaming/remote-command.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from '../helpers.js';
+import { waitUntil } from '../../support/wait.js';
 
 /** Sends a raw HTTP request and returns everything the server wrote until it closed (or 5 s). */
 function rawRequest(url: string, request: (path: string) => string, after?: (socket: Socket) => void): Promise<string> {
@@ -165,7 +166,8 @@ describe('runtime: streaming server', function () {
     const results = await Promise.all(urls.map((u) => wsExec(u)));
     expect(results.map((r) => r.stdout)).to.deep.equal(urls.map((_, i) => `session ${i}\n`));
     expect(fx.runtime.context.containers.get(container)?.live.execs?.size ?? 0).to.equal(0);
-    await new Promise((r) => setTimeout(r, 50));
+    // A session ends when the server has seen its socket close, a moment after the client has.
+    await waitUntil('the sessions to end', () => fx.runtime.context.streaming.activeSessions === 0).catch(() => undefined);
     expect(fx.runtime.context.streaming.activeSessions).to.equal(0);
   });
 
