@@ -15,7 +15,7 @@ import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '
 import { crictlJson } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
-import { until as pollUntil } from '../support/until.js';
+import { until as pollUntil } from '../support/wait.js';
 
 // until() at this suite's poll interval of 300 ms.
 const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => pollUntil(what, timeoutMs, probe, 300);

@@ -14,7 +14,7 @@ import { crictlJson, runCrictl } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
 import { runProcess } from '../support/process.js';
-import { until } from '../support/until.js';
+import { until } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
