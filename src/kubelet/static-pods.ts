@@ -20,13 +20,13 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type * as grpc from '@grpc/grpc-js';
-import { unaryCall, type CriClient } from '../cri/proto.js';
+import type { CriClient } from '../cri/proto.js';
 import { readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
-import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
+import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, shouldRestart, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
 import { computePodStatus, nanosToTime, type ProbeStatus } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
@@ -85,12 +85,6 @@ interface Backoff {
   reason: 'CrashLoopBackOff' | 'ImagePullBackOff';
   /** The waiting reason of the failed start that set it (RunContainerError, …), if one did. */
   failure?: string | undefined;
-}
-
-/** restartPolicy: Always restarts any exit, OnFailure a non-zero one, Never none. */
-export function shouldRestart(pod: V1Pod, exitCode: number): boolean {
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
 }
 
 export class StaticPodSyncLoop {
@@ -245,30 +239,12 @@ export class StaticPodSyncLoop {
     await this.options.records?.update(uid, (r) => ({ ...r, events: mergeEvents(r.events, events, at) })).catch(() => undefined);
   }
 
-  /**
-   * computePodActions for probes: a running container whose liveness or startup probe failed is
-   * stopped (Killing, with the probe's terminationGracePeriodSeconds, else the pod's) and, unless
-   * restartPolicy is Never, started again in this pass.
-   */
+  /** killUnhealthyContainers, with the Killing events also kept in the pod's records. */
   private async killUnhealthy(pod: V1Pod, nodePod: NodePod, events: (PodEvent & { pod: string })[]): Promise<Set<string>> {
-    const killed = new Set<string>();
-    const probes = this.probes;
-    if (probes === undefined || !probes.probes(nodePod.uid)) return killed;
+    if (this.probes === undefined) return new Set();
     const own: PodEvent[] = [];
-    for (const [name, current] of latestAttempts(nodePod)) {
-      const failed = current.state === 'Running' ? probes.failedProbe(current.id) : undefined;
-      const container = pod.spec?.containers.find((c) => c.name === name);
-      if (failed === undefined || container === undefined) continue;
-      const restart = (pod.spec?.restartPolicy ?? 'Always') !== 'Never';
-      const probe = failed === 'liveness' ? container.livenessProbe : container.startupProbe;
-      const grace = probe?.terminationGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-      own.push({ type: 'Normal', reason: 'Killing', message: `Container ${name} failed ${failed} probe${restart ? ', will be restarted' : ''}`, container: name });
-      const call = { timeoutMs: (this.options.callTimeoutMs ?? 30_000) + grace * 1000 };
-      await unaryCall(this.cri.runtime, 'StopContainer', { container_id: current.id, timeout: String(grace) }, call).catch((err: { code?: number }) => {
-        if (err.code !== 5) throw err;
-      });
-      if (restart) killed.add(name);
-    }
+    const killed = await killUnhealthyContainers(this.cri, pod, nodePod, this.probes, this.options.callTimeoutMs ?? 30_000, own);
+    if (own.length === 0) return killed;
     events.push(...own.map((e) => ({ ...e, pod: `${pod.metadata!.namespace}/${pod.metadata!.name}` })));
     await this.recordEvents(nodePod.uid, own);
     return killed;
@@ -546,15 +522,3 @@ export class StaticPodSyncLoop {
 /** ContainerEventType.CONTAINER_STOPPED_EVENT. */
 const containerStoppedEvent = 2;
 
-/** Go's time.Duration String for whole seconds and minutes: 10s, 1m20s, 5m0s. */
-function formatBackoff(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds}s`;
-  return `${Math.floor(seconds / 60)}m${seconds % 60}s`;
-}
-
-function latestAttempts(pod: NodePod): Map<string, NodeContainer> {
-  const latest = new Map<string, NodeContainer>();
-  for (const c of pod.containers) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
-  return latest;
-}

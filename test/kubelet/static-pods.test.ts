@@ -10,7 +10,8 @@ import { shouldStartContainer, type LatestAttempt } from '../../src/kubelet/pod-
 import { PodRecordStore } from '../../src/kubelet/pod-records.js';
 import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
 import { requestingUser } from '../../src/kubelet/rbac.js';
-import { shouldRestart, StaticPodSyncLoop, type SyncReport } from '../../src/kubelet/static-pods.js';
+import { StaticPodSyncLoop, type SyncReport } from '../../src/kubelet/static-pods.js';
+import { shouldRestart } from '../../src/kubelet/pod-worker.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));

@@ -31,7 +31,7 @@ import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
 import { computePodStatus, type ContainerStatusView, type PodStatusView, type ProbeStatus } from '../pod-status.js';
 import type { ContainerRecord, PodRecord } from '../pod-records.js';
-import { runPodOnce, shouldStartContainer, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
+import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, shouldRestart, shouldStartContainer, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
 import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
@@ -308,7 +308,7 @@ export class PodController implements PodHandler {
         }
       }
     } else {
-      const killed = await this.killUnhealthy(state, nodePod, events);
+      const killed = await killUnhealthyContainers(this.cri, state.pod, nodePod, this.probes, this.options.callTimeoutMs, events);
       if (killed.size > 0) nodePod = (await this.readNodePod(state.uid)) ?? nodePod;
       await this.restartExited(state, nodePod, workerOptions, events, killed);
     }
@@ -390,31 +390,6 @@ export class PodController implements PodHandler {
     this.probes.addPod(state.pod);
     if (!this.probes.probes(state.uid)) return;
     this.probes.setPodStatus(state.uid, probedPod(view, nodePod));
-  }
-
-  /**
-   * computePodActions and killContainer for probes: a running container whose liveness (or startup)
-   * probe failed is stopped with the probe's terminationGracePeriodSeconds (else the pod's), with
-   * the event Killing; restartExited then starts it again per restartPolicy.
-   */
-  private async killUnhealthy(state: PodState, nodePod: NodePod, events: PodEvent[]): Promise<Set<string>> {
-    const killed = new Set<string>();
-    if (!this.probes.probes(state.uid)) return killed;
-    const pod = state.pod;
-    for (const [name, current] of latestAttempts(nodePod)) {
-      if (current.state !== 'Running') continue;
-      const failed = this.probes.failedProbe(current.id);
-      const container = pod.spec?.containers.find((c) => c.name === name);
-      if (failed === undefined || container === undefined) continue;
-      const restart = (pod.spec?.restartPolicy ?? 'Always') !== 'Never';
-      const message = `Container ${name} failed ${failed} probe${restart ? ', will be restarted' : ''}`;
-      const probe = failed === 'liveness' ? container.livenessProbe : container.startupProbe;
-      const grace = probe?.terminationGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-      events.push({ type: 'Normal', reason: 'Killing', message, container: name });
-      await unaryCall(this.cri.runtime, 'StopContainer', { container_id: current.id, timeout: String(grace) }, { timeoutMs: this.options.callTimeoutMs + grace * 1000 }).catch(ignoreNotFound);
-      if (restart) killed.add(name);
-    }
-    return killed;
   }
 
   // ---- restarts and back-off ----
@@ -620,23 +595,6 @@ function containerRecord(c: { state: string; reason?: string; message?: string; 
   };
 }
 
-function shouldRestart(pod: V1Pod, exitCode: number): boolean {
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
-}
-
-function latestAttempts(pod: NodePod): Map<string, NodeContainer> {
-  const latest = new Map<string, NodeContainer>();
-  for (const c of pod.containers) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
-  return latest;
-}
-
-/** Go's time.Duration String for whole seconds and minutes: 10s, 1m20s, 5m0s. */
-function formatBackoff(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds}s`;
-  return `${Math.floor(seconds / 60)}m${seconds % 60}s`;
-}
 
 /** The part of a pod's spec that may change after creation (container images). */
 const imagesOf = (pod: V1Pod): string => JSON.stringify([...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image));
