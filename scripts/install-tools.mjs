@@ -3,7 +3,8 @@
 // those versions from the Go module proxy):
 //
 //   tools/cri-tools   crictl, critest                          (npm test)
-//   tools/kubernetes  kube-apiserver, kube-scheduler, kubectl  (npm test: the node-mode suites)
+//   tools/kubernetes  kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+//                                                            (npm test: the node-mode suites)
 //   tools/etcd        etcd                                     (npm test: the node-mode suites)
 //   tools/kwok        kwok                                     (only with --bench: npm run tools:bench)
 //
@@ -75,6 +76,7 @@ const modules = [
       };
       return [
         { name: 'kube-apiserver', build: ['build'], pkg: 'k8s.io/kubernetes/cmd/kube-apiserver', ldflags, versionArgs: ['--version'], expected: `Kubernetes ${v}` },
+        { name: 'kube-controller-manager', build: ['build'], pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager', ldflags, versionArgs: ['--version'], expected: `Kubernetes ${v}` },
         { name: 'kube-scheduler', build: ['build'], pkg: 'k8s.io/kubernetes/cmd/kube-scheduler', ldflags, versionArgs: ['--version'], expected: `Kubernetes ${v}` },
         { name: 'kubectl', build: ['build'], pkg: 'k8s.io/kubernetes/cmd/kubectl', ldflags, versionArgs: ['version', '--client'], expected: `Client Version: ${v}` },
       ];

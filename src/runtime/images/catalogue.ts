@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ImageProgram } from './image-program.js';
 import { formatReference, parseImageReference } from './reference.js';
 
 /** What an image's config says about how to run it (the OCI image config fields the CRI uses). */
@@ -11,6 +12,13 @@ export interface ImageConfig {
   env: string[];
   workingDir: string;
   stopSignal?: string;
+  /** The config's `ExposedPorts` (TCP port numbers): where the image's program answers. */
+  exposedPorts?: number[];
+  /**
+   * The image's own program, run when the container's command is none the emulator knows: present
+   * for images from the user's images file and for references nobody described.
+   */
+  program?: ImageProgram;
 }
 
 /** One image as the simulated registry serves it. */
