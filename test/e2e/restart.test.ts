@@ -425,13 +425,15 @@ describe('runtime restart on the same state dir (durable metadata)', function ()
 
   it('bounded crash test: SIGKILL between and during the RPCs of GMSA lifecycles; state matches the model after each restart', async function () {
     const seed = Number(process.env['CRASH_SEED'] ?? Date.now() % 1_000_000);
-    const rounds = Number(process.env['CRASH_ROUNDS'] ?? 300);
+    // A handful here; `npm run soak` runs 10,000 (CRASH_ROUNDS).
+    const rounds = Number(process.env['CRASH_ROUNDS'] ?? 40);
     const lanes = Number(process.env['CRASH_LANES'] ?? 3);
     this.timeout(120_000 + rounds * 2_000);
     const figures = await runCrashRounds({ dir: dir(), seed, rounds, lanes });
     expect(figures.killedDuringAnRpc + figures.killedBetweenRpcs).to.equal(rounds);
-    // The kill lands inside an RPC in a fair share of the rounds (a third in the runs so far).
-    if (rounds >= 100) expect(figures.killedDuringAnRpc, 'kills during an RPC').to.be.above(rounds / 10);
+    // The kill lands inside an RPC in a fair share of the rounds (a third in the runs so far; with
+    // 40 rounds, 2 or fewer such kills has a chance of about 1 in 50,000).
+    if (rounds >= 40) expect(figures.killedDuringAnRpc, 'kills during an RPC').to.be.above(rounds / 20);
     if (process.env['CRASH_REPORT'] !== undefined) console.log(JSON.stringify(figures));
   });
 });
