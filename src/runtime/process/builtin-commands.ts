@@ -6,6 +6,7 @@ import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-secu
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
+import { registerAgnhost } from './e2e-images/agnhost.js';
 
 /**
  * The programs a simulated container can run: shell utilities, the long-running servers of the
@@ -18,6 +19,7 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   const shell = shellCommand(target);
   for (const name of ['sh', 'bash', 'ash', 'dash']) registry.register(name, shell, { cpuLoad: 0.0005 });
   registerWindowsShells(target);
+  registerAgnhost(target);
 
   registry.register('echo', echo, { shellBuiltin: true });
   registry.register('printf', printf, { shellBuiltin: true });

@@ -37,6 +37,11 @@ export interface StartOptions {
   init?: boolean;
   /** When this signal arrives the process is killed too (the parent's lifetime). */
   parentSignal?: ProcessSignal;
+  /**
+   * What runs when argv[0] is none the registry knows: the image's own program (a team's
+   * `webapp.exe`). Only a container's main process has one; an exec of an unknown name fails.
+   */
+  imageProgram?: RegisteredCommand;
   /** When it started, if not now: a restarted runtime re-creates a running container's process. */
   startedAtNanos?: bigint;
 }
@@ -120,7 +125,7 @@ export class SimulatedProcess implements ProcessEntry {
   static start(options: StartOptions): SimulatedProcess {
     const program = options.argv[0];
     if (program === undefined || program === '') throw new CommandNotFoundError('');
-    const command = options.registry.lookup(program);
+    const command = options.registry.lookup(program) ?? options.imageProgram;
     if (command === undefined) throw new CommandNotFoundError(program);
     return new SimulatedProcess(command, options);
   }
