@@ -30,35 +30,38 @@ interface Subcommand {
   readonly run?: (ctx: CommandContext, flags: Map<string, string>) => Promise<number | WaitForSignal> | number | WaitForSignal;
 }
 
-/** The subcommands agnhost.go registers, with their Short texts; `run` where simulated. */
+/**
+ * The subcommands agnhost.go registers; `run` where simulated. Short texts are upstream's for the
+ * simulated ones (their cobra.Command), left empty for the others.
+ */
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
-  'audit-proxy': { short: 'Listens on port 8080 for incoming audit events', flags: {}, maxArgs: 0 },
-  connect: { short: 'Attempts a TCP, UDP or SCTP connection and returns useful errors', flags: {}, maxArgs: 1 },
-  'crd-conversion-webhook': { short: 'Starts an HTTP server, useful for testing MutatingAdmissionWebhook and ValidatingAdmissionWebhook', flags: {}, maxArgs: 0 },
-  'dns-server-list': { short: 'Prints the host\'s DNS Server list', flags: {}, maxArgs: 0 },
-  'dns-suffix': { short: 'Prints the host\'s DNS suffix list', flags: {}, maxArgs: 0 },
+  'audit-proxy': { short: '', flags: {}, maxArgs: 0 },
+  connect: { short: '', flags: {}, maxArgs: 1 },
+  'crd-conversion-webhook': { short: '', flags: {}, maxArgs: 0 },
+  'dns-server-list': { short: '', flags: {}, maxArgs: 0 },
+  'dns-suffix': { short: '', flags: {}, maxArgs: 0 },
   'entrypoint-tester': { short: 'Prints the args it\'s passed and exits', flags: {}, maxArgs: Infinity, run: entrypointTester },
-  'etc-hosts': { short: 'Prints the host\'s /etc/hosts file', flags: {}, maxArgs: 0 },
-  'fake-gitserver': { short: 'Fake Git server', flags: {}, maxArgs: 0 },
-  guestbook: { short: 'Creates a HTTP server with various endpoints representing a guestbook app', flags: {}, maxArgs: 0 },
-  'inclusterclient': { short: 'Periodically poll the Kubernetes "/healthz" endpoint', flags: {}, maxArgs: 0 },
+  'etc-hosts': { short: '', flags: {}, maxArgs: 0 },
+  'fake-gitserver': { short: '', flags: {}, maxArgs: 0 },
+  guestbook: { short: '', flags: {}, maxArgs: 0 },
+  'inclusterclient': { short: '', flags: {}, maxArgs: 0 },
   liveness: { short: 'Starts a server that is alive for 10 seconds', flags: {}, maxArgs: 0, run: liveness },
-  'logs-generator': { short: 'Outputs lines of logs to stdout uniformly', flags: {}, maxArgs: 0 },
-  mounttest: { short: 'Creates files with given permissions and outputs their details', flags: {}, maxArgs: 0 },
-  net: { short: 'Creates webserver or runner for various networking tests', flags: {}, maxArgs: 0 },
+  'logs-generator': { short: '', flags: {}, maxArgs: 0 },
+  mounttest: { short: '', flags: {}, maxArgs: 0 },
+  net: { short: '', flags: {}, maxArgs: 0 },
   netexec: {
     short: 'Creates HTTP(S), UDP, and (optionally) SCTP servers with various endpoints',
     flags: { 'http-port': 'int', 'udp-port': 'int', 'sctp-port': 'int', 'tls-cert-file': 'string', 'tls-private-key-file': 'string', 'http-override': 'string', 'udp-listen-addresses': 'string' },
     maxArgs: 0,
     run: netexec,
   },
-  nettest: { short: 'Starts a tiny web server for checking networking connectivity', flags: {}, maxArgs: 0 },
+  nettest: { short: '', flags: {}, maxArgs: 0 },
   pause: { short: 'Pauses the execution', flags: {}, maxArgs: 0, run: pause },
   porter: { short: 'Serves requested data on ports specified in ENV variables', flags: { 'json-response': 'bool' }, maxArgs: 0, run: porter },
-  'port-forward-tester': { short: 'Creates a TCP server that sends chunks of data', flags: {}, maxArgs: 0 },
+  'port-forward-tester': { short: '', flags: {}, maxArgs: 0 },
   'serve-hostname': { short: 'Serves the hostname', flags: { tcp: 'bool', udp: 'bool', http: 'bool', close: 'bool', port: 'int' }, maxArgs: 0, run: serveHostname },
   'test-webserver': { short: 'Starts a simple HTTP fileserver', flags: { port: 'int' }, maxArgs: 0, run: testWebserver },
-  webhook: { short: 'Starts a HTTP server, useful for testing MutatingAdmissionWebhook and ValidatingAdmissionWebhook', flags: {}, maxArgs: 0 },
+  webhook: { short: '', flags: {}, maxArgs: 0 },
 };
 
 async function agnhost(ctx: CommandContext): Promise<number | WaitForSignal> {
@@ -73,6 +76,12 @@ async function agnhost(ctx: CommandContext): Promise<number | WaitForSignal> {
     ctx.stderr(`Error: unknown command "${name}" for "app"\nRun 'app --help' for usage.\n`);
     return 1;
   }
+  if (sub.run === undefined) {
+    // cri-winsim's own text: the subcommand exists upstream but is not simulated.
+    ctx.stderr(`agnhost ${name}: not simulated by cri-winsim\n`);
+    return 1;
+  }
+  // cobra's and pflag's texts for bad flags and arguments.
   const parsed = parseFlags(rest, sub.flags);
   if ('error' in parsed) {
     ctx.stderr(`Error: ${parsed.error}\n`);
@@ -82,19 +91,17 @@ async function agnhost(ctx: CommandContext): Promise<number | WaitForSignal> {
     ctx.stderr(`Error: accepts at most ${sub.maxArgs} arg(s), received ${parsed.positional.length}\n`);
     return 1;
   }
-  if (sub.run === undefined) {
-    // cri-winsim's own text: the subcommand exists upstream but is not simulated.
-    ctx.stderr(`agnhost ${name}: not simulated by cri-winsim\n`);
-    return 1;
-  }
   return sub.run(ctx, parsed.flags);
 }
 
-/** The root command's help (cobra's layout; the subcommands and their Short texts of agnhost.go). */
+/**
+ * The root command's help: cobra's layout and agnhost's subcommands, abbreviated by cri-winsim
+ * (no descriptions for the subcommands it does not simulate; klog's flags left out).
+ */
 function usage(): string {
   const names = Object.keys(SUBCOMMANDS).sort();
   const width = Math.max(...names.map((n) => n.length), 'completion'.length, 'help'.length) + 1;
-  const lines = [...names, 'help'].map((n) => `  ${n.padEnd(width)}${n === 'help' ? 'Help about any command' : SUBCOMMANDS[n]?.short ?? ''}`);
+  const lines = [...names, 'help'].map((n) => `  ${n.padEnd(width)}${n === 'help' ? 'Help about any command' : SUBCOMMANDS[n]?.short ?? ''}`.trimEnd());
   return `Usage:\n  app [command]\n\nAvailable Commands:\n${lines.join('\n')}\n\nFlags:\n  -h, --help      help for app\n  -v, --v Level   number for the log level verbosity\n      --version   version for app\n\nUse "app [command] --help" for more information about a command.\n`;
 }
 
