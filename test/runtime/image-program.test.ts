@@ -143,6 +143,19 @@ describe('runtime: what an image program does', () => {
     expect(String(ps.stdout).trim()).to.match(/^\d+$/);
   });
 
+  it('sh -c with one command execs the image program as the main process; a child of a shell is not found', async () => {
+    await pull(fx.runtime, API);
+    const sb = await runSandbox(fx.runtime);
+    const execd = await createContainer(fx.runtime, sb, { command: ['sh', '-c', '/app/api --port 8086'] }, API);
+    await fx.runtime.startContainer({ container_id: execd });
+    await waitUntil('the start line', async () => (await log(execd)).includes(`/app/api --port 8086: the image program of ${API} started`));
+    expect(String((await fx.runtime.execSync({ container_id: execd, cmd: ['pgrep', 'api'], timeout: '5' })).stdout).trim()).to.match(/^\d+$/);
+    const child = await createContainer(fx.runtime, sb, { command: ['sh', '-c', '/app/api; echo after'] }, API);
+    await fx.runtime.startContainer({ container_id: child });
+    await waitUntil('the shell exits', async () => (await state(child))?.state === ContainerState.EXITED);
+    expect(await log(child)).to.contain('stderr F sh: /app/api: not found');
+  });
+
   it('an image without a program (catalogue busybox) keeps runc\'s "executable file not found"', async () => {
     await pull(fx.runtime, BUSYBOX);
     const sb = await runSandbox(fx.runtime);
