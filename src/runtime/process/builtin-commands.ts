@@ -7,6 +7,7 @@ import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
 import { registerAgnhost } from './e2e-images/agnhost.js';
+import { registerNetworkClients } from './network-clients.js';
 
 /**
  * The programs a simulated container can run: shell utilities, the long-running servers of the
@@ -20,6 +21,7 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   for (const name of ['sh', 'bash', 'ash', 'dash']) registry.register(name, shell, { cpuLoad: 0.0005 });
   registerWindowsShells(target);
   registerAgnhost(target);
+  registerNetworkClients(target);
 
   registry.register('echo', echo, { shellBuiltin: true });
   registry.register('printf', printf, { shellBuiltin: true });
