@@ -21,6 +21,8 @@ export interface ImageProgramLaunch {
   readonly ports: readonly number[];
 }
 
+const MAX_TIMER_MS = 2_000_000_000;
+
 /** Signals the program handles: a stop ends it with 0, as a well-behaved server's shutdown does. */
 const STOP_SIGNALS: readonly string[] = ['SIGTERM', 'SIGINT'];
 
@@ -90,7 +92,8 @@ async function runImageProgram(ctx: CommandContext, launch: ImageProgramLaunch):
     // Nothing to serve and nothing to time: wait the way pause does, holding no promise.
     if (listeners.length === 0 && exitAfterMs === undefined) return untilSignal(() => 0);
     if (exitAfterMs === undefined) await untilSignalled(ctx);
-    else await ctx.sleep(Math.min(exitAfterMs, 2_000_000_000));
+    // Node timers hold at most ~24.8 days: longer runs wait in slices.
+    else for (let left = exitAfterMs; left > 0; left -= MAX_TIMER_MS) await ctx.sleep(Math.min(left, MAX_TIMER_MS));
     return ctx.signal.aborted ? stopCode(ctx) : program.exitCode ?? 0;
   } catch (err) {
     if (ctx.signal.aborted) return stopCode(ctx);
