@@ -7,6 +7,8 @@ import { prepareWindowsStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
+import { CONTAINER_PORTS_ANNOTATION, imageProgramCommand, imageProgramPorts } from './process/image-program-process.js';
+import type { RegisteredCommand } from './process/command-registry.js';
 import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from './process/simulated-process.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName, type ContainerRecord } from './store/container-store.js';
@@ -87,6 +89,7 @@ export function startInitProcess(ctx: RuntimeContext, container: ContainerRecord
   // A config with `stdin: true` gives the main process an input that attached clients write to.
   const stdin = ctx.containers.configOf(container).stdin ? new ContainerStdin() : undefined;
   container.live.stdin = stdin;
+  const imageProgram = imageProgramOf(ctx, container);
   try {
     return SimulatedProcess.start({
       registry: ctx.commands,
@@ -97,6 +100,7 @@ export function startInitProcess(ctx: RuntimeContext, container: ContainerRecord
       io: writer,
       // In the pod's PID namespace the pause process is PID 1, not the container's command.
       init: !container.sharesPodPid,
+      ...(imageProgram === undefined ? {} : { imageProgram }),
       ...(startedAtNanos === undefined ? {} : { startedAtNanos }),
     });
   } catch (err) {
@@ -109,6 +113,21 @@ export function startInitProcess(ctx: RuntimeContext, container: ContainerRecord
     }
     throw err;
   }
+}
+
+/**
+ * The image's own program, for a main process whose command the emulator does not know: images
+ * the user declared and references nobody described have one; catalogue images (busybox, the
+ * critest images) do not, and keep runc's "executable file not found".
+ */
+function imageProgramOf(ctx: RuntimeContext, container: ContainerRecord): RegisteredCommand | undefined {
+  const { program, exposedPorts } = container.imageConfig;
+  if (program === undefined) return undefined;
+  const config = ctx.containers.configOf(container);
+  // The kubelet creates containers from the image id; the reference the user wrote names it better.
+  const image = config.image?.user_specified_image || ctx.images.resolve(container.imageName)?.repoTags[0] || container.imageName;
+  const ports = imageProgramPorts(program, exposedPorts, config.annotations[CONTAINER_PORTS_ANNOTATION]);
+  return imageProgramCommand(container.args[0] ?? '', { image, program, ports });
 }
 
 function markStartFailed(ctx: RuntimeContext, container: ContainerRecord, err: unknown): void {

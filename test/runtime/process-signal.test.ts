@@ -66,4 +66,23 @@ describe('ProcessSignal', () => {
     );
     expect(err?.message).to.equal('terminated by SIGKILL');
   });
+
+  it('sleepUntilKilled outlasts a trapped signal and ends at SIGKILL, or after its time', async () => {
+    const signal = new ProcessSignal();
+    signal.abort('SIGTERM');
+    let ended = false;
+    const waiting = signal.sleepUntilKilled(60_000).then(() => (ended = true));
+    signal.abort('SIGTERM');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ended).to.equal(false);
+    signal.abort('SIGKILL');
+    await waiting;
+    expect(signal.reason).to.equal('SIGTERM');
+    const started = Date.now();
+    await new ProcessSignal().sleepUntilKilled(20);
+    expect(Date.now() - started).to.be.at.least(15);
+    const killed = new ProcessSignal();
+    killed.abort('SIGKILL');
+    await killed.sleepUntilKilled(60_000);
+  });
 });

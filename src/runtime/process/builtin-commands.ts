@@ -6,6 +6,8 @@ import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-secu
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
+import { registerAgnhost } from './e2e-images/agnhost.js';
+import { registerNetworkClients } from './network-clients.js';
 
 /**
  * The programs a simulated container can run: shell utilities, the long-running servers of the
@@ -18,6 +20,8 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   const shell = shellCommand(target);
   for (const name of ['sh', 'bash', 'ash', 'dash']) registry.register(name, shell, { cpuLoad: 0.0005 });
   registerWindowsShells(target);
+  registerAgnhost(target);
+  registerNetworkClients(target);
 
   registry.register('echo', echo, { shellBuiltin: true });
   registry.register('printf', printf, { shellBuiltin: true });

@@ -4,14 +4,21 @@ import type { CommandContext } from './command-registry.js';
 
 export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** A server listening on the pod IP for a simulated program; close() drops its connections too. */
+export interface PodListener {
+  readonly address: string;
+  readonly port: number;
+  close(): void;
+}
+
 /**
- * Listens for real on podIP:port for a simulated server (nginx, httpd, IIS) while its process
- * runs: the process's handler awaits this, and any signal that ends the process (SIGKILL
- * included) closes the listener and its connections. Resolves with the signal, or with an
- * Error when the address could not be bound (the caller words it as its program would).
+ * Binds podIP:port for real (loopback: every pod IP is a 127.0.0.0/8 address) and serves `page`
+ * there until close(). Resolves with an Error (`code` EADDRINUSE, EADDRNOTAVAIL …) when the address
+ * cannot be bound, for the caller to word as its program would.
  */
-export async function serveInPod(ctx: CommandContext, port: number, page: PageHandler, onListening?: () => void): Promise<string | NodeJS.ErrnoException> {
+export async function listenInPod(ctx: CommandContext, port: number, page: PageHandler): Promise<PodListener | NodeJS.ErrnoException> {
   const ip = String(ctx.target.platform['podIp'] ?? '');
+  if (ip === '') return Object.assign(new Error('the pod has no IP'), { code: 'EADDRNOTAVAIL' });
   const server = createServer(page);
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
@@ -19,10 +26,6 @@ export async function serveInPod(ctx: CommandContext, port: number, page: PageHa
     socket.on('close', () => sockets.delete(socket));
   });
   const bound = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-    if (ip === '') {
-      resolve(Object.assign(new Error('the pod has no IP'), { code: 'EADDRNOTAVAIL' }));
-      return;
-    }
     server.once('error', resolve);
     server.listen({ host: ip, port, exclusive: true }, () => {
       server.off('error', resolve);
@@ -30,16 +33,39 @@ export async function serveInPod(ctx: CommandContext, port: number, page: PageHa
     });
   });
   if (bound !== undefined) return bound;
+  return {
+    address: ip,
+    port,
+    close: () => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+/**
+ * Listens for real on podIP:port for a simulated server (nginx, httpd, IIS) while its process
+ * runs: the process's handler awaits this, and any signal that ends the process (SIGKILL
+ * included) closes the listener and its connections. Resolves with the signal, or with an
+ * Error when the address could not be bound (the caller words it as its program would).
+ */
+export async function serveInPod(ctx: CommandContext, port: number, page: PageHandler, onListening?: () => void): Promise<string | NodeJS.ErrnoException> {
+  const listener = await listenInPod(ctx, port, page);
+  if (listener instanceof Error) return listener;
   onListening?.();
   try {
-    return await new Promise<string>((resolve) => {
-      if (ctx.signal.aborted) resolve(String(ctx.signal.reason));
-      else ctx.signal.addEventListener('abort', () => resolve(String(ctx.signal.reason)), { once: true });
-    });
+    return await untilSignalled(ctx);
   } finally {
-    server.close();
-    for (const s of sockets) s.destroy();
+    listener.close();
   }
+}
+
+/** Resolves with the name of the signal that ends the process (at once if one has arrived). */
+export function untilSignalled(ctx: CommandContext): Promise<string> {
+  return new Promise<string>((resolve) => {
+    if (ctx.signal.aborted) resolve(String(ctx.signal.reason));
+    else ctx.signal.addEventListener('abort', () => resolve(String(ctx.signal.reason)), { once: true });
+  });
 }
 
 /** The page a server sends: 200 with a body for GET/HEAD of `/` (and `index.html`), 404 otherwise. */

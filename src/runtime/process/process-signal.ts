@@ -9,6 +9,8 @@
 export class ProcessSignal {
   private abortedWith: string | undefined = undefined;
   private listeners: (() => void)[] | undefined = undefined;
+  /** Waits of `sleepUntilKilled` (a trapped signal arrived already; only SIGKILL cuts them short). */
+  private killWaiters: (() => void)[] | undefined = undefined;
 
   get aborted(): boolean {
     return this.abortedWith !== undefined;
@@ -33,11 +35,45 @@ export class ProcessSignal {
 
   /** Delivers the signal: its listeners run once, in the order they were added. Later calls do nothing. */
   abort(reason: string): void {
-    if (this.abortedWith !== undefined) return;
+    if (this.abortedWith !== undefined) {
+      if (reason === 'SIGKILL') this.endKillWaits();
+      return;
+    }
     this.abortedWith = reason;
     const listeners = this.listeners;
     this.listeners = undefined;
     for (const listener of listeners ?? []) listener();
+    if (reason === 'SIGKILL') this.endKillWaits();
+  }
+
+  /**
+   * Resolves after ms, or as soon as SIGKILL is delivered; never rejects. For work a program does
+   * after it handled a signal (serve-hostname waits 60 s for its pod's deletion after SIGTERM).
+   */
+  sleepUntilKilled(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.abortedWith === 'SIGKILL') {
+        resolve();
+        return;
+      }
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const at = this.killWaiters?.indexOf(done) ?? -1;
+        if (at >= 0) this.killWaiters?.splice(at, 1);
+        resolve();
+      }, Math.max(0, ms));
+      if (this.killWaiters === undefined) this.killWaiters = [done];
+      else this.killWaiters.push(done);
+    });
+  }
+
+  private endKillWaits(): void {
+    const waiters = this.killWaiters;
+    this.killWaiters = undefined;
+    for (const waiter of waiters ?? []) waiter();
   }
 
   /** Resolves after ms, or rejects with an AbortError as soon as the signal arrives. */

@@ -520,8 +520,8 @@ class ShellInterpreter {
     const argv = await this.expandWords(cmd.words, io);
     const program = argv[0];
     if (program === undefined || SPECIAL_BUILTINS.has(program)) return undefined;
-    const registered = this.registry.lookup(program);
-    if (registered === undefined || registered.options.shellBuiltin === true) return undefined;
+    // An unknown name is tried too: the main process may exec its image's program.
+    if (this.registry.lookup(program)?.options.shellBuiltin === true) return undefined;
     const code = await this.ctx.exec(argv, merged(io, { env: this.exportedEnv() }));
     return code === COMMAND_NOT_FOUND ? undefined : code;
   }

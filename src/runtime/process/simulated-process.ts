@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import {
   COMMAND_NOT_FOUND,
+  commandKey,
   WaitForSignal,
   type CommandContext,
   type CommandIo,
@@ -37,6 +38,12 @@ export interface StartOptions {
   init?: boolean;
   /** When this signal arrives the process is killed too (the parent's lifetime). */
   parentSignal?: ProcessSignal;
+  /**
+   * What runs when argv[0] is none the registry knows: the image's own program (a team's
+   * `webapp.exe`), also when the main process execs an unknown name. Only a container's main
+   * process has one: a child or an exec'd command of an unknown name is not found.
+   */
+  imageProgram?: RegisteredCommand;
   /** When it started, if not now: a restarted runtime re-creates a running container's process. */
   startedAtNanos?: bigint;
 }
@@ -120,7 +127,7 @@ export class SimulatedProcess implements ProcessEntry {
   static start(options: StartOptions): SimulatedProcess {
     const program = options.argv[0];
     if (program === undefined || program === '') throw new CommandNotFoundError('');
-    const command = options.registry.lookup(program);
+    const command = options.registry.lookup(program) ?? options.imageProgram;
     if (command === undefined) throw new CommandNotFoundError(program);
     return new SimulatedProcess(command, options);
   }
@@ -246,7 +253,8 @@ export class SimulatedProcess implements ProcessEntry {
       spawn: (childArgv, childIo) => this.spawnChild(childArgv, childIo, running),
       exec: async (newArgv, newIo) => {
         const program = newArgv[0];
-        const next = program === undefined ? undefined : options.registry.lookup(program);
+        // The main process may exec the image's program too (`sh -c "/app/server --port 80"`).
+        const next = program === undefined ? undefined : options.registry.lookup(program) ?? asInvoked(options.imageProgram, program);
         if (next === undefined) return COMMAND_NOT_FOUND;
         this.command = next;
         this.comm = next.name;
@@ -317,6 +325,11 @@ export class SimulatedProcess implements ProcessEntry {
     if (signal.aborted) throw abortError(signal.reason);
     return exit.exitCode;
   }
+}
+
+/** The image's program under the name it was exec'd by (what `ps` shows). */
+function asInvoked(command: RegisteredCommand | undefined, program: string): RegisteredCommand | undefined {
+  return command === undefined ? undefined : { ...command, name: commandKey(program) };
 }
 
 function notify(listener: ((exit: ProcessExit) => void) | ExitObserver, exit: ProcessExit): void {
