@@ -73,6 +73,9 @@ interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   adMode: string;
   runtimeFlavor: string;
   credspecTransport?: 'file' | 'registry';
+  /** --images FILE and --unknown-images, as `runtime` takes them. */
+  images?: string;
+  unknownImages?: string;
 }
 
 /** A Go duration of the forms the kubelet's flags take (`10s`, `1m30s`, `500ms`, `2h`). */
@@ -356,6 +359,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         // adopts them by their UID label instead of running them again.
         durable: options.ephemeral !== true,
         simulateReboot: options.simulateReboot === true,
+        images: { file: options.images, unknownImages: options.unknownImages },
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });

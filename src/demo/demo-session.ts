@@ -37,6 +37,8 @@ export interface DemoOptions {
   readonly callConditions?: CallConditionsOptions;
   /** Runtime flavor overriding the example's (`--runtime-flavor`). */
   readonly runtimeFlavor?: RuntimeFlavorName;
+  /** `--images FILE` and `--unknown-images` (docs/images.md). */
+  readonly images?: { readonly file?: string | undefined; readonly unknownImages?: string | undefined };
   /** Keep the runtime up after the table until `untilStopped` resolves (default: SIGINT/SIGTERM). */
   readonly keep?: boolean;
   /** Level of the runtime's own pino log on stderr (default `silent`). */
@@ -136,6 +138,7 @@ async function openRuntime(stateDir: string, manifest: ExampleManifest, options:
       adMode: manifest.adMode,
       runtimeFlavor: manifest.runtimeFlavor,
     },
+    ...(options.images === undefined ? {} : { images: { file: options.images.file, unknownImages: options.images.unknownImages } }),
     ...(options.callConditions === undefined ? {} : { callConditions: options.callConditions }),
   });
 }

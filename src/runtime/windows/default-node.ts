@@ -1,8 +1,10 @@
 import type { NodeFile } from './node-directory.js';
 
 /**
- * The embedded default node (DESIGN.md "Node AD access"): WINNODE1 joined to the domain of the
- * GMSA KEP's example credential spec, so that example starts a container unchanged.
+ * The embedded default node (DESIGN.md "Node AD access"): WINNODE1, a Windows Server 2022 host
+ * (10.0.20348, so the ltsc2022 images of the examples run process-isolated; Hyper-V isolation for
+ * older ones) joined to the domain of the GMSA KEP's example credential spec, so that example
+ * starts a container unchanged.
  * `examples/nodes/winnode1.yaml` is the same node as a file (a test keeps them equal).
  *
  * - WebApplication1: retrievable through the group WebAppHosts, of which WINNODE1$ is a member.
@@ -13,7 +15,8 @@ export const DEFAULT_NODE_FILE: NodeFile = {
   node: {
     name: 'WINNODE1',
     hostname: 'winnode1',
-    osBuild: '10.0.17763',
+    osBuild: '10.0.20348',
+    isolation: ['process', 'hyperv'],
     domain: 'contoso.com',
     localUsers: ['ContainerUser', 'ContainerAdministrator'],
     localGroups: ['Administrators', 'Users'],
