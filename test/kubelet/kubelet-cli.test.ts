@@ -146,7 +146,7 @@ describe('cri-winsim kubelet run: runtime failures in pod status (--ad-mode stri
     await writeFile(
       join(dir, 'unknown-user.yaml'),
       'apiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown-user\nspec:\n  securityContext:\n    windowsOptions:\n      runAsUserName: NoSuchUser\n' +
-        '  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/servercore:ltsc2019\n      command: ["ping", "-t", "localhost"]\n',
+        '  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/servercore:ltsc2022\n      command: ["ping", "-t", "localhost"]\n',
     );
     await writeFile(
       join(dir, 'no-image.yaml'),

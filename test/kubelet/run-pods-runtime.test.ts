@@ -96,7 +96,7 @@ describe('kubelet run against the cri-winsim runtime (example pods over a real s
     await writeFile(file, [
       'apiVersion: v1', 'kind: Pod', 'metadata: {name: hostnet, namespace: default}',
       'spec:', '  hostNetwork: true',
-      '  containers: [{name: agent, image: "mcr.microsoft.com/windows/servercore:ltsc2019", command: [ping, -t, localhost]}]', '',
+      '  containers: [{name: agent, image: "mcr.microsoft.com/windows/servercore:ltsc2022", command: [ping, -t, localhost]}]', '',
     ].join('\n'));
     const [result] = await runPods(cri, [file], { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(runtime.dir, 'pods') });
     if (result?.stage !== 'runtime') throw new Error('hostnet did not reach the runtime');

@@ -23,7 +23,7 @@ async function runCrictlExec(target: { endpoint: string; dir: string }, id: stri
   return (await runCrictl(target, ['exec', '-s', id, ...cmd])).stdout;
 }
 
-const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 
 function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: string; grace?: number } = {}): object {
   return {
@@ -133,7 +133,7 @@ describe('node mode against a real control plane', function () {
       metadata: { name: 'greeter', namespace: 'default' },
       spec: {
         nodeSelector: { 'kubernetes.io/os': 'windows' },
-        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2019', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
+        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2022', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
       },
     });
     await until('greeter Running', 60_000, async () => ((await podJson('greeter')).status.phase === 'Running' ? true : undefined));
@@ -192,7 +192,7 @@ describe('node mode against a real control plane', function () {
             ...windows,
             containers: [{
               name: 'iis',
-              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019',
+              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
               ports: [{ name: 'http', containerPort: 80 }],
               readinessProbe: { httpGet: { path: '/iisstart.htm', port: 'http' }, periodSeconds: 1 },
             }, {

@@ -1,6 +1,12 @@
 import type { NodeFile } from './node-directory.js';
 
 /**
+ * The build of a node file that names none (the schema's documented default): Windows Server 2022,
+ * the embedded node's, whose ltsc2022 images the examples run.
+ */
+export const DEFAULT_OS_BUILD = '10.0.20348';
+
+/**
  * The embedded default node (DESIGN.md "Node AD access"): WINNODE1, a Windows Server 2022 host
  * (10.0.20348, so the ltsc2022 images of the examples run process-isolated; Hyper-V isolation for
  * older ones) joined to the domain of the GMSA KEP's example credential spec, so that example
@@ -15,7 +21,7 @@ export const DEFAULT_NODE_FILE: NodeFile = {
   node: {
     name: 'WINNODE1',
     hostname: 'winnode1',
-    osBuild: '10.0.20348',
+    osBuild: DEFAULT_OS_BUILD,
     isolation: ['process', 'hyperv'],
     domain: 'contoso.com',
     localUsers: ['ContainerUser', 'ContainerAdministrator'],

@@ -4,7 +4,7 @@ import { MAX_YAML_NESTING, yamlNestingDepth } from '../../yaml-nesting.js';
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
 import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
-import { DEFAULT_NODE_FILE } from './default-node.js';
+import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
 import { validateImagesSection, type ImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
@@ -55,7 +55,7 @@ export interface NodeFile {
     /** Computer name (NetBIOS, ≤ 15 characters); its AD account is `<name>$`. */
     name: string;
     hostname: string;
-    /** Windows OS build `Major.Minor.Build`: what the host runs (docs/images.md), node mode's windows-build label; 10.0.17763 when absent. */
+    /** Windows OS build `Major.Minor.Build`: what the host runs (docs/images.md), node mode's windows-build label; 10.0.20348 when absent. */
     osBuild?: string;
     /** The isolation modes the host offers (runtime handlers runhcs-wcow-process, runhcs-wcow-hypervisor); default both. */
     isolation?: IsolationMode[];
@@ -80,8 +80,6 @@ export interface AccountRef {
   account: string;
 }
 
-/** The build of a node file that names none (the schema's documented default). */
-export const DEFAULT_OS_BUILD = '10.0.17763';
 
 /** Local accounts every Windows container image has (REFERENCE §4 defaults). */
 const DEFAULT_LOCAL_USERS = ['ContainerUser', 'ContainerAdministrator'];
@@ -143,7 +141,7 @@ export class NodeDirectory {
     return this.file.node.localGroups ?? [];
   }
 
-  /** The host's build `Major.Minor.Build` (Windows Server 2019's when the file names none). */
+  /** The host's build `Major.Minor.Build` (Windows Server 2022's when the file names none). */
   get osBuild(): string {
     return this.file.node.osBuild ?? DEFAULT_OS_BUILD;
   }
