@@ -217,3 +217,12 @@ describe('runtime: pulls on a Windows node', () => {
     expect(err.message).to.equal('unknown runtime handler "kata": invalid argument');
   });
 });
+
+describe('image world: tags of known repositories', () => {
+  it('a tag a described repository does not have is not found, not the unknown-image rule', () => {
+    const w = new ImageWorld({ hostBuild: WS2022, sections: [{ images: [{ reference: 'contoso.azurecr.io/webapp:1.0' }] }] });
+    expect(w.lookup('mcr.microsoft.com/windows/nanoserver:no-such-tag')).to.equal(undefined);
+    expect(w.lookup('contoso.azurecr.io/webapp:9.9')).to.equal(undefined);
+    expect(w.lookup('contoso.azurecr.io/other:9.9')?.layer).to.equal('unknown-image rule');
+  });
+});

@@ -197,13 +197,20 @@ function toManifestIndex(entry: CatalogueEntry): ManifestIndex {
 /** The built-in catalogue: manifest lists by normalised reference (`name:tag`, `name@digest`). */
 export class SimulatedRegistry {
   private readonly byRef = new Map<string, ManifestIndex>();
+  private readonly repositories = new Set<string>();
 
   constructor(entries: readonly CatalogueEntry[] = ENTRIES) {
     for (const entry of entries) this.add(toManifestIndex(entry));
   }
 
+  /** Whether the registry serves any tag of `repository` (normalised name). */
+  hasRepository(repository: string): boolean {
+    return this.repositories.has(repository);
+  }
+
   /** Serves `index` under its tags and digest (a later one replaces an earlier one). */
   add(index: ManifestIndex): void {
+    this.repositories.add(index.repository);
     for (const tag of index.tags) this.byRef.set(`${index.repository}:${tag}`, index);
     this.byRef.set(`${index.repository}@${index.digest}`, index);
   }

@@ -114,7 +114,7 @@ export class ImageWorld {
     return { repository: ref.name, tags: ref.tag === undefined ? [] : [ref.tag], digest, list: false, manifests: [manifest] };
   }
 
-  /** The index a reference names, from the first layer that knows it. */
+  /** The index a reference names, from the first layer that knows it; undefined: not found. */
   lookup(reference: string): { index: ManifestIndex; layer: 'images file' | 'catalogue' | 'unknown-image rule' } | undefined {
     const ref = parseImageReference(reference);
     const normalised = formatReference(ref);
@@ -122,6 +122,9 @@ export class ImageWorld {
     if (declared !== undefined) return { index: declared, layer: 'images file' };
     const known = this.catalogue.resolve(normalised);
     if (known !== undefined) return { index: known, layer: 'catalogue' };
+    // A repository someone described serves its tags only: another tag is not found, as its
+    // registry would answer (the rule is for repositories nobody described).
+    if (this.declared.hasRepository(ref.name) || this.catalogue.hasRepository(ref.name)) return undefined;
     const unknown = this.unknownIndex(ref);
     return unknown === undefined ? undefined : { index: unknown, layer: 'unknown-image rule' };
   }
