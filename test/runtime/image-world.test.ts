@@ -7,6 +7,7 @@ import { loadImagesFile, validateImagesSection, type ImagesSection } from '../..
 import { credentialsFor, type PullAuth } from '../../src/runtime/images/registry-auth.js';
 import { hypervIsolationCompatible, processIsolationCompatible } from '../../src/runtime/images/windows-compat.js';
 import { RuntimeError } from '../../src/runtime/errors.js';
+import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
 import { imageSpec, openRuntime, pull, rejection, sandboxConfig, type RuntimeFixture } from './helpers.js';
 
 const WS2019 = '10.0.17763';
@@ -224,5 +225,17 @@ describe('image world: tags of known repositories', () => {
     expect(w.lookup('mcr.microsoft.com/windows/nanoserver:no-such-tag')).to.equal(undefined);
     expect(w.lookup('contoso.azurecr.io/webapp:9.9')).to.equal(undefined);
     expect(w.lookup('contoso.azurecr.io/other:9.9')?.layer).to.equal('unknown-image rule');
+  });
+});
+
+describe('latency of Hyper-V isolation', () => {
+  it('a Hyper-V isolated pod\'s RunPodSandbox takes the profile\'s utility VM boot on top (same seed, same first draw)', () => {
+    const plan = (handler: string) => new CallConditions({ latencyProfile: 'windows-server-2022', seed: 11 }, 'WINNODE1').plan('RunPodSandbox', { runtime_handler: handler }).delayMs;
+    const process = plan('runhcs-wcow-process');
+    expect(plan('')).to.equal(process);
+    // The sandbox's own draw is the same; the boot is drawn after it (median 4 s on this profile).
+    expect(plan('runhcs-wcow-hypervisor')).to.be.greaterThan(process + 500);
+    expect(new CallConditions({ latencyProfile: 'linux-containerd', seed: 11 }, 'n').plan('RunPodSandbox', { runtime_handler: 'runhcs-wcow-hypervisor' }).delayMs)
+      .to.equal(new CallConditions({ latencyProfile: 'linux-containerd', seed: 11 }, 'n').plan('RunPodSandbox', { runtime_handler: '' }).delayMs);
   });
 });
