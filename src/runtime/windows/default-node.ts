@@ -46,4 +46,11 @@ export const DEFAULT_NODE_FILE: NodeFile = {
       ],
     },
   ],
+  // A team's app built for Windows Server 2019 (one platform, one manifest): the demo's row of the
+  // version rule (docs/images.md).
+  images: {
+    images: [
+      { reference: 'contoso.azurecr.io/timesheets:1.0-ltsc2019', platforms: [{ os: 'windows', osVersion: '10.0.17763.6054' }], exposedPorts: [8080] },
+    ],
+  },
 };
