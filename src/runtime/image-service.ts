@@ -19,14 +19,13 @@ import { requireField } from './validation/request.js';
 
 /**
  * Whether a pull is for a Windows container, which decides the platform containerd matches (the
- * rule is docs/images.md's): a pull whose sandbox config has a `windows` section, or one with no
- * sandbox config on a runtime whose sandboxes are Windows by default. Any other pull is for the
- * Linux sandboxes this runtime also serves (critest's): it takes the Linux entry of a list.
+ * rule is docs/images.md's): the sandbox it is for is a Windows one as RunPodSandbox decides it —
+ * its config has a `windows` section, or the runtime's sandboxes are Windows by default (a pull
+ * with no sandbox config included). Any other pull is for the Linux sandboxes this runtime also
+ * serves (critest's): it takes the Linux entry of a list.
  */
 export function isWindowsPull(ctx: RuntimeContext, req: PullImageRequest__Output): boolean {
-  const sandbox = req.sandbox_config;
-  if (sandbox === null) return ctx.settings.defaultSandboxOs === 'windows';
-  return sandbox.windows !== null;
+  return (req.sandbox_config?.windows ?? null) !== null || ctx.settings.defaultSandboxOs === 'windows';
 }
 
 /**

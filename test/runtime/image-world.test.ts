@@ -7,6 +7,7 @@ import { loadImagesFile, validateImagesSection, type ImagesSection } from '../..
 import { credentialsFor, type PullAuth } from '../../src/runtime/images/registry-auth.js';
 import { hypervIsolationCompatible, processIsolationCompatible } from '../../src/runtime/images/windows-compat.js';
 import { RuntimeError } from '../../src/runtime/errors.js';
+import { parseNodeFile } from '../../src/runtime/windows/node-directory.js';
 import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
 import { imageSpec, openRuntime, pull, rejection, sandboxConfig, type RuntimeFixture } from './helpers.js';
 
@@ -181,12 +182,15 @@ describe('runtime: pulls on a Windows node', () => {
     expect(JSON.parse(status.info?.info ?? '{}').imageSpec).to.include({ os: 'windows', 'os.version': '10.0.20348.1' });
   });
 
-  it('refuses a Linux-only image with containerd\'s text, and a Linux sandbox config pulls it', async () => {
+  it('refuses a Linux-only image with containerd\'s text; on a Linux-default runtime only a Windows sandbox config does', async () => {
     const err = await rejection(pull(fx.runtime, 'nginx'));
     expect(err.code).to.equal('NotFound');
     expect(err.message).to.equal('failed to pull and unpack image "docker.io/library/nginx:latest": no match for platform in manifest: not found');
-    const linux = sandboxConfig({ linux: { cgroup_parent: '', sysctls: {}, security_context: null, overhead: null, resources: null } as never });
-    expect((await pullWith('nginx', null, linux)).image_ref).to.match(/^sha256:/);
+    await fx.close();
+    fx = await openRuntime();
+    expect((await pullWith('nginx', null)).image_ref).to.match(/^sha256:/);
+    const windows = sandboxConfig({ windows: { security_context: null } as never });
+    expect((await rejection(pullWith('docker.io/library/httpd:2.4', null, windows))).message).to.contain('no match for platform in manifest: not found');
   });
 
   it('a private registry refuses a pull without credentials (401) and accepts the right ones', async () => {
@@ -237,5 +241,34 @@ describe('latency of Hyper-V isolation', () => {
     expect(plan('runhcs-wcow-hypervisor')).to.be.greaterThan(process + 500);
     expect(new CallConditions({ latencyProfile: 'linux-containerd', seed: 11 }, 'n').plan('RunPodSandbox', { runtime_handler: 'runhcs-wcow-hypervisor' }).delayMs)
       .to.equal(new CallConditions({ latencyProfile: 'linux-containerd', seed: 11 }, 'n').plan('RunPodSandbox', { runtime_handler: '' }).delayMs);
+  });
+});
+
+describe('node file: isolation and images', () => {
+  const node = (extra: Record<string, unknown>, images?: unknown) => ({
+    node: { name: 'N1', hostname: 'n1', ...extra },
+    domains: [],
+    ...(images === undefined ? {} : { images }),
+  });
+  it('takes isolation and an images section, checked with the images schema under images.', () => {
+    expect(parseNodeFile(JSON.stringify(node({ osBuild: '10.0.17763', isolation: ['process'] }, { images: [{ reference: 'a/b:1' }] })), 'n.yaml').isolation).to.deep.equal(['process']);
+    expect(() => parseNodeFile(JSON.stringify(node({ isolation: ['vm'] })), 'n.yaml')).to.throw('n.yaml: node.isolation[0]: must be process or hyperv (got "vm")');
+    expect(() => parseNodeFile(JSON.stringify(node({}, { images: [{ reference: 'a/b:1', size: 0 }] })), 'n.yaml')).to.throw('n.yaml: images.images[0].size: must be >= 1');
+  });
+  it('a node without osBuild is a Windows Server 2022 host offering both isolations', () => {
+    const d = parseNodeFile(JSON.stringify(node({})), 'n.yaml');
+    expect([d.osBuild, d.isolation]).to.deep.equal(['10.0.20348', ['process', 'hyperv']]);
+  });
+  it('a node offering process isolation only has no Hyper-V handler', async () => {
+    const dir = await openRuntime();
+    const path = join(dir.stateDir.path, 'node.yaml');
+    await writeFile(path, JSON.stringify(node({ isolation: ['process'] })));
+    const fx = await openRuntime({ windows: { nodeFile: path } });
+    try {
+      expect(fx.runtime.context.settings.runtimeHandlers).to.deep.equal(['', 'runc', 'runhcs-wcow-process']);
+    } finally {
+      await fx.close();
+      await dir.close();
+    }
   });
 });
