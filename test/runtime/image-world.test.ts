@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { NodeRuntime } from '../../src/runtime/node-runtime.js';
 import { join } from 'node:path';
 import { file } from 'tmp-promise';
 import { ImageWorld } from '../../src/runtime/images/image-world.js';
@@ -269,6 +271,26 @@ describe('node file: isolation and images', () => {
     } finally {
       await fx.close();
       await dir.close();
+    }
+  });
+});
+
+describe('runtime: a bad images file', () => {
+  it('stops the runtime before it creates anything, naming the file and field', async () => {
+    const fx = await openRuntime();
+    try {
+      const path = join(fx.stateDir.path, 'images.yaml');
+      await writeFile(path, 'images:\n  - reference: contoso.azurecr.io/webapp:1.0\n    exposedPorts: [http]\n');
+      const stateDir = join(fx.stateDir.path, 'never-created');
+      const err = await rejection(NodeRuntime.open({ stateDir, images: { file: path } }));
+      expect(err.code).to.equal('InvalidArgument');
+      expect(err.message).to.equal(`${path}: images[0].exposedPorts[0]: must be an integer, not a string`);
+      expect(existsSync(stateDir)).to.equal(false);
+      const rule = await rejection(NodeRuntime.open({ stateDir, images: { unknownImages: 'sometimes' } }));
+      expect(rule.message).to.equal('--unknown-images: must be one of windows, linux, not-found, not "sometimes"');
+      expect(existsSync(stateDir)).to.equal(false);
+    } finally {
+      await fx.close();
     }
   });
 });
