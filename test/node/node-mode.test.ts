@@ -77,10 +77,10 @@ describe('node mode against a real control plane', function () {
 
   it('registers a Ready Windows node with the kubelet labels, nodeInfo and a lease (kubectl get nodes)', async () => {
     const table = await cp.kubectlOk(['get', 'nodes', '-L', 'kubernetes.io/os,node.kubernetes.io/windows-build']);
-    expect(table).to.match(/^winsim-1\s+Ready\s+<none>\s+\S+\s+v1\.34\.12\s+windows\s+10\.0\.17763\s*$/m);
+    expect(table).to.match(/^winsim-1\s+Ready\s+<none>\s+\S+\s+v1\.34\.12\s+windows\s+10\.0\.20348\s*$/m);
     const node = await kubectlJson(['get', 'node', 'winsim-1']);
-    expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.17763' });
-    expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2019 Datacenter' });
+    expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.20348' });
+    expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2022 Datacenter' });
     expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'winsim-1' }]);
     expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.be.above(0);
     expect(node.status.capacity).to.include({ pods: '110', cpu: '4' });
