@@ -87,6 +87,15 @@ describe('images through the real crictl (default node: Windows Server 2022)', f
     expect(again.status.id).to.equal(webapp.status.id);
   });
 
+  it('a Windows pull of an upstream e2e image takes its Windows entry for the host\'s build', async () => {
+    for (const ref of ['registry.k8s.io/e2e-test-images/agnhost:2.52', 'registry.k8s.io/e2e-test-images/busybox:1.36.1-1']) {
+      await crictl(['rmi', ref], false);
+      await crictl(['pull', '--pod-config', files.windowsPod, ref]);
+      const image = await crictlJson(runtime(), ['inspecti', ref]);
+      expect(image.info.imageSpec, ref).to.include({ os: 'windows', 'os.version': '10.0.20348.2849' });
+    }
+  });
+
   it('a Windows pull of a Linux-only image fails with containerd\'s text', async () => {
     const res = await crictl(['pull', '--pod-config', files.windowsPod, 'docker.io/library/nginx:latest'], false);
     expect(res.code).to.not.equal(0);
