@@ -11,7 +11,7 @@ import { hypervIsolationCompatible, processIsolationCompatible } from '../../src
 import { RuntimeError } from '../../src/runtime/errors.js';
 import { parseNodeFile } from '../../src/runtime/windows/node-directory.js';
 import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
-import { imageSpec, openRuntime, pull, rejection, sandboxConfig, type RuntimeFixture } from './helpers.js';
+import { createContainer, imageSpec, openRuntime, pull, rejection, runSandbox, sandboxConfig, type RuntimeFixture } from './helpers.js';
 
 const WS2019 = '10.0.17763';
 const WS2022 = '10.0.20348';
@@ -293,4 +293,36 @@ describe('runtime: a bad images file', () => {
       await fx.close();
     }
   });
+});
+
+describe('runtime: the version rule at StartContainer, per flavor', () => {
+  // hcsshim HCS_E_IMAGE_MISMATCH (0xC0370101); containerd's shim error carries `: unknown`
+  // (ttrpc) inside `failed to create containerd task: failed to create shim task: `
+  // (container_start.go); Docker's daemon error is `hcsshim::CreateComputeSystem <id>: …`,
+  // which cri-dockerd wraps as `failed to start container %q: Error response from daemon: …`.
+  const text = 'The container operating system does not match the host operating system.';
+  const expected: Record<string, (id: string) => string> = {
+    'containerd': (id) => `failed to create containerd task: failed to create shim task: hcs::CreateComputeSystem ${id}: ${text}: unknown`,
+    'dockershim-kep': (id) => `hcsshim::CreateComputeSystem ${id}: ${text}`,
+    'cri-dockerd': (id) => `failed to start container "${id}": Error response from daemon: hcsshim::CreateComputeSystem ${id}: ${text}`,
+  };
+  for (const [flavor, message] of Object.entries(expected)) {
+    it(`${flavor}: an ltsc2019 image on the 2022 node fails to start (Unknown) and runs with the Hyper-V handler`, async () => {
+      const fx = await openRuntime({ windows: { runtimeFlavor: flavor } });
+      try {
+        const windows = { windows: { security_context: null } as never };
+        await pull(fx.runtime, 'mcr.microsoft.com/windows/nanoserver:ltsc2019');
+        const sandbox = await runSandbox(fx.runtime, windows);
+        const id = await createContainer(fx.runtime, sandbox, { command: ['ping', '-t', 'localhost'] }, 'mcr.microsoft.com/windows/nanoserver:ltsc2019');
+        const err = await rejection(fx.runtime.startContainer({ container_id: id }));
+        expect([err.code, err.message]).to.deep.equal(['Unknown', message(id)]);
+        const config = sandboxConfig(windows);
+        const hyperv = (await fx.runtime.runPodSandbox({ config, runtime_handler: 'runhcs-wcow-hypervisor' })).pod_sandbox_id ?? '';
+        const runs = await createContainer(fx.runtime, { id: hyperv, config }, { command: ['ping', '-t', 'localhost'] }, 'mcr.microsoft.com/windows/nanoserver:ltsc2019');
+        await fx.runtime.startContainer({ container_id: runs });
+      } finally {
+        await fx.close();
+      }
+    });
+  }
 });
