@@ -13,6 +13,8 @@ interface DemoCommandOptions extends CallConditionFlags {
   node?: string;
   adMode?: AdMode;
   runtimeFlavor?: RuntimeFlavorName;
+  images?: string;
+  unknownImages?: string;
   v?: string;
   logLevel?: string;
   loggingFormat?: 'json' | 'text';
@@ -47,6 +49,7 @@ export function demoCommand(): Command {
         ...(options.node === undefined ? {} : { node: options.node }),
         ...(options.adMode === undefined ? {} : { adMode: options.adMode }),
         ...(options.runtimeFlavor === undefined ? {} : { runtimeFlavor: options.runtimeFlavor }),
+        ...(options.images === undefined && options.unknownImages === undefined ? {} : { images: { file: options.images, unknownImages: options.unknownImages } }),
         ...(width === undefined ? {} : { tableWidth: width }),
         callConditions: callConditionOptions(options),
       });

@@ -30,6 +30,7 @@ import { DEFAULT_STATE_DIR } from './runtime.js';
 import { withExamples } from './help-examples.js';
 import { untilSignal } from './shutdown-signal.js';
 import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
+import { DEFAULT_OS_BUILD } from '../runtime/windows/default-node.js';
 
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 export const NODE_READY_MESSAGE = 'cri-winsim node ready';
@@ -73,6 +74,9 @@ interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   adMode: string;
   runtimeFlavor: string;
   credspecTransport?: 'file' | 'registry';
+  /** --images FILE and --unknown-images, as `runtime` takes them. */
+  images?: string;
+  unknownImages?: string;
 }
 
 /** A Go duration of the forms the kubelet's flags take (`10s`, `1m30s`, `500ms`, `2h`). */
@@ -326,7 +330,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
   const { openNodeDirectory, deriveNodeDirectory } = await import('../runtime/windows/node-directory.js');
   const template = await openNodeDirectory(options.nodeFile === undefined ? undefined : resolve(options.nodeFile));
-  const osBuild = template.file.node.osBuild ?? '10.0.17763';
+  const osBuild = template.osBuild;
   const identities = names.map((name, i) => identityFor(name, i, names.length, osBuild, options));
   const stateRoot = resolve(options.stateDir);
   const opened: { runtime: NodeRuntime; server: CriServer; cri: CriClient }[] = [];
@@ -356,6 +360,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         // adopts them by their UID label instead of running them again.
         durable: options.ephemeral !== true,
         simulateReboot: options.simulateReboot === true,
+        images: { file: options.images, unknownImages: options.unknownImages },
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
@@ -415,7 +420,7 @@ export async function runNodeKubelet(options: NodeModeOptions & { containerRunti
   }
   // CRI does not carry the OS build (a Windows kubelet reads it from the registry): the runtime's
   // node file is not at hand here, so the build of the embedded default node is reported.
-  const identity = identityFor(names[0]!, 0, 1, '10.0.17763', options);
+  const identity = identityFor(names[0]!, 0, 1, DEFAULT_OS_BUILD, options);
   const rootDir = resolve(options.rootDir ?? join(DEFAULT_STATE_DIR, 'kubelet'));
   const signal = untilSignal(logger);
   const kubelets = await startKubelets(api, [{ identity, cri, podLogsRoot: join(rootDir, 'pod-logs') }], options, logger);

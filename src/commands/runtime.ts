@@ -35,6 +35,10 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   runtimeFlavor?: string;
   /** file or registry; the flavor's when absent. */
   credspecTransport?: 'file' | 'registry';
+  /** `--images FILE`. */
+  images?: string;
+  /** `--unknown-images`. */
+  unknownImages?: string;
   metricsAddr?: string;
   /** pino's level name (--log-level, or what --v asks for). */
   logLevel: string;
@@ -61,6 +65,7 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
     streamingAddress: options.streamingAddress,
     durable: options.durable,
     simulateReboot: options.simulateReboot === true,
+    images: { file: options.images === undefined ? undefined : resolve(options.images), unknownImages: options.unknownImages },
     windows: {
       nodeFile: options.node === undefined ? undefined : resolve(options.node),
       adMode: options.adMode,
@@ -170,6 +175,7 @@ export function runtimeCommand(): Command {
   return withExamples(command, [
     ['Serve CRI on a socket in /tmp (crictl -r unix:///tmp/cri.sock …)', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim'],
     ['Reproduce containerd (credential spec string in the OCI spec), klog text logs at debug level', 'cri-winsim runtime --runtime-flavor containerd --logging-format text --v 4'],
+    ['A team\'s own images and a private registry (crictl pull --creds user:pass …)', 'cri-winsim runtime --images images.yaml'],
     ['The GMSA KEP\'s AD checks: StartContainer fails when the node cannot use the gMSA', 'cri-winsim runtime --ad-mode gmsa-kep'],
     ['Windows Server 2019 timings; 30 % of StartContainer calls fail Unavailable (repeatable with --seed)', 'cri-winsim runtime --latency-profile windows-server-2019 --inject-fault StartContainer=Unavailable:0.3 --seed 7'],
   ]);

@@ -1,12 +1,21 @@
 import { Option, type Command } from 'commander';
 import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
 import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS } from '../runtime/runtime-flavor.js';
+import { UNKNOWN_IMAGE_RULES } from '../runtime/images/images-file.js';
 
 /** `--runtime-flavor` and `--ad-mode` as `runtime`, `node` and `demo` take them. */
 export interface WindowsRuntimeFlags {
   runtimeFlavor?: string;
   adMode?: string;
+  /** `--images FILE`: the user's images, registries and unknown-image rule (docs/images.md). */
+  images?: string;
+  /** `--unknown-images`: windows (default), linux or not-found. */
+  unknownImages?: string;
 }
+
+const IMAGES_HELP = 'images file: images beyond the built-in catalogue, registries that need credentials, the unknown-image rule (docs/images.md)';
+const UNKNOWN_IMAGES_HELP =
+  'what a reference nobody described is: windows (a Windows image of the node\'s build, the default), linux, or not-found';
 
 const FLAVOR_HELP =
   'which real runtime to reproduce: dockershim-kep (the GMSA KEP: a temporary credential spec file, deleted after StartContainer), ' +
@@ -27,5 +36,6 @@ export function addWindowsRuntimeFlags(command: Command, defaults = true): Comma
     flavor.default(DEFAULT_RUNTIME_FLAVOR);
     adMode.default(DEFAULT_AD_MODE);
   }
-  return command.addOption(flavor).addOption(adMode);
+  const unknownImages = new Option('--unknown-images <rule>', UNKNOWN_IMAGES_HELP).choices([...UNKNOWN_IMAGE_RULES]);
+  return command.addOption(flavor).addOption(adMode).option('--images <file>', IMAGES_HELP).addOption(unknownImages);
 }

@@ -37,6 +37,8 @@ export interface DemoOptions {
   readonly callConditions?: CallConditionsOptions;
   /** Runtime flavor overriding the example's (`--runtime-flavor`). */
   readonly runtimeFlavor?: RuntimeFlavorName;
+  /** `--images FILE` and `--unknown-images` (docs/images.md). */
+  readonly images?: { readonly file?: string | undefined; readonly unknownImages?: string | undefined };
   /** Keep the runtime up after the table until `untilStopped` resolves (default: SIGINT/SIGTERM). */
   readonly keep?: boolean;
   /** Level of the runtime's own pino log on stderr (default `silent`). */
@@ -136,6 +138,7 @@ async function openRuntime(stateDir: string, manifest: ExampleManifest, options:
       adMode: manifest.adMode,
       runtimeFlavor: manifest.runtimeFlavor,
     },
+    ...(options.images === undefined ? {} : { images: { file: options.images.file, unknownImages: options.images.unknownImages } }),
     ...(options.callConditions === undefined ? {} : { callConditions: options.callConditions }),
   });
 }
@@ -194,11 +197,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       }
     });
 
-    const result = await runExample(cri, manifest, { podLogsRoot: join(directory, 'pods'), progress });
+    // On a cri-dockerd node the spec is Docker's (`docker inspect`), not in the CRI's verbose info.
+    const inspectContainer = (id: string) => {
+      const record = runtime.context.containers.get(id);
+      return record === undefined ? undefined : runtime.context.containers.specOf(record);
+    };
+    const result = await runExample(cri, manifest, { podLogsRoot: join(directory, 'pods'), progress, inspectContainer });
     if (signals.signal !== undefined) throw new Error(`interrupted by ${signals.signal}; everything was cleaned up`);
     report = result;
     stdout.write(`\n${manifest.title}\n\n${formatReport(report, options.tableWidth === undefined ? {} : { tableWidth: options.tableWidth })}\n\n`);
-    stdout.write(`USER and GMSA are the runtime's view: ContainerStatus verbose info.runtimeSpec (process.user.username, windows.credentialSpec); "-" where no container was created.\n\n`);
+    stdout.write(`USER and GMSA are the runtime's view: ContainerStatus verbose info.runtimeSpec (process.user.username, windows.credentialSpec; with cri-dockerd, whose info has no spec, the container's spec as docker inspect shows it); "-" where no container was created.\n\n`);
     stdout.write(`${tryItYourself(endpoint, crictlConfig, report, options.keep === true)}\n`);
     if (options.keep === true) {
       progress.step(`runtime up on ${endpoint}; press Ctrl-C to stop`);

@@ -103,6 +103,20 @@ export interface RunExampleOptions {
   readonly nodeName?: string;
   /** Admission reads these cluster objects instead of the example's cluster directory. */
   readonly cluster?: ClusterSource;
+  /**
+   * A container's OCI spec as the node's own tools show it (`docker inspect` on a cri-dockerd
+   * node, whose verbose ContainerStatus carries no spec): the USER and GMSA columns' fallback.
+   */
+  readonly inspectContainer?: ContainerSpecReader;
+}
+
+/** A container's OCI spec (user and credential spec), or undefined when the container is unknown. */
+export type ContainerSpecReader = (containerId: string) => RuntimeSpecView | undefined;
+
+/** The parts of an OCI spec the USER and GMSA columns show. */
+export interface RuntimeSpecView {
+  process?: { user?: { username?: unknown } };
+  windows?: { credentialSpec?: unknown };
 }
 
 const EXEC_TIMEOUT_SECONDS = 10;
@@ -190,17 +204,18 @@ export function credentialSpecAccount(spec: unknown): string {
 }
 
 /** The runtime's view of a container's identity, from ContainerStatus verbose `info.runtimeSpec`. */
-export async function runtimeIdentity(cri: CriClient, containerId: string): Promise<{ user: string; gmsa: string; state: string }> {
+export async function runtimeIdentity(cri: CriClient, containerId: string, inspect?: ContainerSpecReader): Promise<{ user: string; gmsa: string; state: string }> {
   const status = await unaryCall(cri.runtime, 'ContainerStatus', { container_id: containerId, verbose: true }, { timeoutMs: 10_000 });
   const state = containerStateNames[status.status?.state ?? -1] ?? 'CONTAINER_UNKNOWN';
   const raw = status.info?.info;
   if (raw === undefined) return { user: '(no info)', gmsa: '(no info)', state };
-  let spec: { process?: { user?: { username?: unknown } }; windows?: { credentialSpec?: unknown } } | undefined;
+  let spec: RuntimeSpecView | undefined;
   try {
-    spec = (JSON.parse(raw) as { runtimeSpec?: typeof spec }).runtimeSpec;
+    spec = (JSON.parse(raw) as { runtimeSpec?: RuntimeSpecView }).runtimeSpec ?? inspect?.(containerId);
   } catch {
     return { user: '(no info)', gmsa: '(no info)', state };
   }
+  if (spec === undefined) return { user: '(no info)', gmsa: '(no info)', state };
   const username = spec?.process?.user?.username;
   return {
     user: typeof username === 'string' && username !== '' ? username : '(image default)',
@@ -218,7 +233,7 @@ function containerOutcome(c: { state: string; reason?: string; exitCode?: number
 }
 
 /** The table rows of one kubelet run, with the runtime's view of each container's identity. */
-export async function observeRows(cri: CriClient, results: readonly PodRunResult[]): Promise<ObservedRow[]> {
+export async function observeRows(cri: CriClient, results: readonly PodRunResult[], inspect?: ContainerSpecReader): Promise<ObservedRow[]> {
   const rows: ObservedRow[] = [];
   for (const result of results) {
     if (result.stage === 'manifest') {
@@ -243,7 +258,7 @@ export async function observeRows(cri: CriClient, results: readonly PodRunResult
         rows.push(base);
         continue;
       }
-      const identity = await runtimeIdentity(cri, c.containerId);
+      const identity = await runtimeIdentity(cri, c.containerId, inspect);
       rows.push({ ...base, containerId: c.containerId, ...identity });
     }
   }
@@ -328,7 +343,7 @@ export async function runExample(cri: CriClient, manifest: ExampleManifest, opti
       ...(options.records === undefined ? {} : { records: options.records }),
       ...(options.nodeName === undefined ? {} : { nodeName: options.nodeName }),
     });
-    const rows = await observeRows(cri, results);
+    const rows = await observeRows(cri, results, options.inspectContainer);
     const expected = new Map(run.expect.map((e) => [rowKey(e.pod, e.container), e]));
     const verdicts: RowVerdict[] = [];
     for (const row of rows) {

@@ -5,6 +5,8 @@ import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, 
 import type { CredentialSpecDocument } from './windows/credential-spec.js';
 import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
 import { currentIdentity } from './windows/shared-gmsa-trust.js';
+import { RuntimeError } from './errors.js';
+import { IMAGE_MISMATCH_TEXT, isolationOfHandler, windowsImageRuns, type IsolationMode } from './images/windows-compat.js';
 
 /**
  * StartContainer, the Windows part: what HCS does at CreateComputeSystem/Start in the mock
@@ -32,6 +34,7 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   // eslint-disable-next-line prefer-const
   let released: Promise<void> | undefined;
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
+  checkImageBuild(ctx, container);
   windows.checkFault('credential-spec-read', id);
   const credentialSpec = await windows.flavor.credentialSpecAtStart(ctx, container);
   windows.checkFault('credential-spec-validate', id);
@@ -51,6 +54,28 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   container.user = decision.identity.userName;
   windows.checkFault('process-start', id);
   released = releaseCredentialSpecAfterStart(ctx, container);
+}
+
+/** The isolation a Windows container runs under: its sandbox's runtime handler's. */
+export function containerIsolation(ctx: RuntimeContext, container: ContainerRecord): IsolationMode {
+  return isolationOfHandler(ctx.sandboxes.get(container.sandboxId)?.runtimeHandler ?? '');
+}
+
+/**
+ * HCS's CreateComputeSystem refuses an image whose build the host cannot run under the
+ * container's isolation (windows-compat.ts): HCS_E_IMAGE_MISMATCH, as hcsshim reports it —
+ * `hcs::CreateComputeSystem <id>: <text>` through containerd's shim (whose ttrpc error adds
+ * `: unknown`), `hcsshim::CreateComputeSystem <id>: <text>` through Docker. The flavor wraps it
+ * as its StartContainer failure.
+ */
+function checkImageBuild(ctx: RuntimeContext, container: ContainerRecord): void {
+  const osVersion = container.imageConfig.osVersion;
+  if (osVersion === undefined || container.imageConfig.os !== 'windows') return;
+  if (windowsImageRuns(ctx.windows.node.osBuild, osVersion, containerIsolation(ctx, container))) return;
+  const text = ctx.windows.flavor.name === 'containerd'
+    ? `hcs::CreateComputeSystem ${container.id}: ${IMAGE_MISMATCH_TEXT}: unknown`
+    : `hcsshim::CreateComputeSystem ${container.id}: ${IMAGE_MISMATCH_TEXT}`;
+  throw new RuntimeError('Unknown', text);
 }
 
 /** The mock HCS's decision for a container: its identity against the node's simulated AD. */
@@ -88,7 +113,8 @@ export function containerPlatform(ctx: RuntimeContext, container: ContainerRecor
 /** info.platform of `crictl inspect`: the runtime flavor, then the identity once started. */
 export function containerStatusPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
   if (container.os !== 'windows') return containerPlatform(ctx, container);
-  return { ...ctx.windows.flavor.handoffView(container), ...containerPlatform(ctx, container) };
+  const image = { isolation: containerIsolation(ctx, container), imageOsVersion: container.imageConfig.osVersion ?? '', hostOsBuild: ctx.windows.node.osBuild };
+  return { ...ctx.windows.flavor.handoffView(container), ...image, ...containerPlatform(ctx, container) };
 }
 
 /**

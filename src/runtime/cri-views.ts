@@ -5,6 +5,7 @@ import type { PodSandbox } from '../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
 import { nanosToWire } from './clock.js';
 import { containerStatusPlatform } from './container-start-windows.js';
+import { isolationOfHandler } from './images/windows-compat.js';
 import { isHostNetwork } from './network/host-network.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
@@ -72,6 +73,8 @@ export function sandboxInfo(s: SandboxRecord): Record<string, string> {
       image: s.os === 'windows' ? 'mcr.microsoft.com/oss/kubernetes/pause:3.10' : 'registry.k8s.io/pause:3.10',
       runtimeHandler: s.runtimeHandler,
       runtimeType: s.os === 'windows' ? 'io.containerd.runhcs.v1' : 'io.containerd.runc.v2',
+      // containerd's Windows config for the Hyper-V handler: runhcs options SandboxIsolation = 1 (HYPERVISOR).
+      ...(s.os === 'windows' && isolationOfHandler(s.runtimeHandler) === 'hyperv' ? { runtimeOptions: { SandboxIsolation: 1 } } : {}),
       runtimeSpec: s.ociSpec,
       config: s.config,
       platform: s.platform,
@@ -129,6 +132,9 @@ export function toContainerStatus(ctx: RuntimeContext, c: ContainerRecord): Cont
 
 /** containerd's verbose container info: `info["info"]` holds sandboxID, pid, runtimeSpec, config. */
 export function containerInfo(ctx: RuntimeContext, c: ContainerRecord): Record<string, string> {
+  // cri-dockerd (core/container_status.go, convert.go containerInspectToRuntimeAPIContainerInfo):
+  // `info["info"]` is {"sandboxID", "pid"} and nothing else.
+  if (ctx.windows.flavor.name === 'cri-dockerd') return { info: JSON.stringify({ sandboxID: c.sandboxId, pid: c.status.pid }) };
   return {
     info: JSON.stringify({
       sandboxID: c.sandboxId,
@@ -166,6 +172,7 @@ export function imageInfo(i: ImageRecord): Record<string, string> {
       imageSpec: {
         os: i.config.os,
         architecture: 'amd64',
+        ...(i.config.osVersion === undefined ? {} : { 'os.version': i.config.osVersion }),
         config: {
           User: i.config.user,
           Env: i.config.env,
@@ -173,6 +180,8 @@ export function imageInfo(i: ImageRecord): Record<string, string> {
           Cmd: i.config.cmd,
           WorkingDir: i.config.workingDir,
           StopSignal: i.config.stopSignal,
+          ...(i.config.exposedPorts === undefined ? {} : { ExposedPorts: Object.fromEntries(i.config.exposedPorts.map((p) => [`${p}/tcp`, {}])) }),
+          ...(i.config.labels === undefined ? {} : { Labels: i.config.labels }),
         },
       },
     }),

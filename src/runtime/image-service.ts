@@ -18,27 +18,47 @@ import type { RpcHandlers } from './rpc.js';
 import { requireField } from './validation/request.js';
 
 /**
- * PullImage from the simulated registry. The reference is normalised (`busybox` →
- * `docker.io/library/busybox:latest`); an unknown repository or tag fails as a registry would.
- * Resolves with the image id (critest compares it with ListImages ids).
+ * Whether a pull is for a Windows container, which decides the platform containerd matches (the
+ * rule is docs/images.md's): the sandbox it is for is a Windows one as RunPodSandbox decides it —
+ * its config has a `windows` section, or the runtime's sandboxes are Windows by default (a pull
+ * with no sandbox config included). Any other pull is for the Linux sandboxes this runtime also
+ * serves (critest's): it takes the Linux entry of a list.
+ */
+export function isWindowsPull(ctx: RuntimeContext, req: PullImageRequest__Output): boolean {
+  return (req.sandbox_config?.windows ?? null) !== null || ctx.settings.defaultSandboxOs === 'windows';
+}
+
+/**
+ * PullImage from the simulated registry: the reference is normalised (`busybox` →
+ * `docker.io/library/busybox:latest`) and resolved through the image world (images file,
+ * catalogue, unknown-image rule); a registry that needs credentials checks `auth`; the platform
+ * manifest is chosen as containerd chooses it. Resolves with the image id (critest compares it
+ * with ListImages ids). `auth` is never logged.
  */
 export async function pullImage(ctx: RuntimeContext, req: PullImageRequest__Output): Promise<PullImageResponse> {
   const name = req.image?.image ?? '';
   requireField(name, 'image.image');
   const ref = parseImageReference(name);
   const normalised = formatReference(ref);
-  const found = ctx.registry.resolve(normalised);
+  // containerd 2.x image_pull.go: "CRI requires the request to be rejected if the runtime handler is unknown."
+  const handler = req.image?.runtime_handler ?? '';
+  if (handler !== '' && !ctx.settings.runtimeHandlers.includes(handler)) {
+    throw new RuntimeError('InvalidArgument', `unknown runtime handler "${handler}": invalid argument`);
+  }
+  const found = ctx.registry.lookup(normalised);
   if (ctx.settings.pullDelayMs > 0) await delay(ctx.settings.pullDelayMs);
+  const host = ref.name.split('/')[0] ?? '';
   if (found === undefined) {
-    const host = ref.name.split('/')[0] ?? '';
     const why = host === 'docker.io'
       ? 'pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed'
       : `${normalised}: not found`;
     throw new RuntimeError('NotFound', `failed to pull and unpack image "${normalised}": failed to resolve reference "${normalised}": ${why}`);
   }
+  ctx.registry.authorize(host, ref.name, normalised, req.auth);
+  const chosen = ctx.registry.select(found.index, { windows: isWindowsPull(ctx, req), hostBuild: ctx.registry.hostBuild }, normalised);
   const pinned = /(^|\/)pause:/.test(normalised);
-  const image = ctx.images.add(found, ref, pinned);
-  ctx.logger.info({ image: normalised, id: image.id }, 'image pulled');
+  const image = ctx.images.add(chosen, ref, pinned);
+  ctx.logger.info({ image: normalised, id: image.id, from: found.layer, os: chosen.config.os, osVersion: chosen.config.osVersion }, 'image pulled');
   return { image_ref: image.id };
 }
 

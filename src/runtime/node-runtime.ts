@@ -13,7 +13,10 @@ import { RuntimeError } from './errors.js';
 import { RandomSource } from './ids.js';
 import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
-import { SimulatedRegistry } from './images/catalogue.js';
+import type { SimulatedRegistry } from './images/catalogue.js';
+import { ImageWorld } from './images/image-world.js';
+import { loadImagesFile, parseUnknownImageRule, type ImagesSection } from './images/images-file.js';
+import { HYPERV_HANDLER, PROCESS_HANDLER } from './images/windows-compat.js';
 import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
@@ -51,8 +54,14 @@ export interface NodeRuntimeOptions {
   clock?: Clock;
   /** Commands the emulator knows; default: a registry of this runtime's own. The built-in commands are added to it. */
   commands?: CommandRegistry;
+  /** The built-in catalogue (tests may give a smaller one). */
   registry?: SimulatedRegistry;
-  /** Runtime handlers RunPodSandbox accepts. Default `['', 'runc', 'runhcs-wcow-process']`. */
+  /** `--images FILE` and `--unknown-images` (docs/images.md); the node file's `images:` section adds to them. */
+  images?: { file?: string | undefined; unknownImages?: string | undefined };
+  /**
+   * Runtime handlers RunPodSandbox accepts. Default `['', 'runc', 'runhcs-wcow-process']` and
+   * `runhcs-wcow-hypervisor` when the node offers Hyper-V isolation.
+   */
   runtimeHandlers?: string[];
   /** OS of a sandbox whose config has no `windows` section. Default 'linux'. */
   defaultSandboxOs?: 'linux' | 'windows';
@@ -114,7 +123,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       stateDir: resolve(options.stateDir),
       runtimeName: options.runtimeName ?? 'cri-winsim',
       runtimeVersion: options.runtimeVersion ?? '0.1.0',
-      runtimeHandlers: options.runtimeHandlers ?? ['', 'runc', 'runhcs-wcow-process'],
+      runtimeHandlers: options.runtimeHandlers ?? [],
       defaultSandboxOs: options.defaultSandboxOs ?? 'linux',
       pullDelayMs: options.pullDelayMs ?? 5,
       cgroupDriver: options.cgroupDriver ?? 'systemd',
@@ -127,12 +136,22 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const preparedWindows = await WindowsRuntime.prepare(settings.windows);
     const logger = options.logger ?? silentLogger();
     const node = preparedWindows.node;
+    // containerd's handlers on a Windows node (and runc for the Linux sandboxes critest makes).
+    if (options.runtimeHandlers === undefined) {
+      settings.runtimeHandlers = ['', 'runc', PROCESS_HANDLER, ...(node.isolation.includes('hyperv') ? [HYPERV_HANDLER] : [])];
+    }
+    // The images file is checked before anything is created, like the node file.
+    const unknownImages = options.images?.unknownImages === undefined ? undefined : parseUnknownImageRule(options.images.unknownImages);
+    const imageSections: ImagesSection[] = [];
+    if (options.images?.file !== undefined && options.images.file !== '') imageSections.push(await loadImagesFile(options.images.file));
+    if (node.file.images !== undefined) imageSections.push(node.file.images);
+    const imageWorld = new ImageWorld({ sections: imageSections, unknownImages, hostBuild: node.osBuild, ...(options.registry === undefined ? {} : { catalogue: options.registry }) });
     // Before anything is opened: a bad `timing` section in the node file fails here. The image
     // size lookup reads ctx only when a PullImage is delayed.
     const conditions = new CallConditions(withNodeFileTiming(options.callConditions ?? {}, node.file.timing, node.source), node.name, (image) => {
       try {
         const reference = normaliseImageReference(image);
-        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.resolve(reference)?.size;
+        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.sizeOf(reference);
       } catch {
         return undefined;
       }
@@ -176,7 +195,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       sandboxes: new SandboxStore(interner),
       containers: new ContainerStore(interner, containerSpecsFor(preparedWindows.flavor)),
       images: new ImageStore(),
-      registry: options.registry ?? new SimulatedRegistry(),
+      registry: imageWorld,
       commands,
       network: { podIps: new PodIpPool(podCidr), updatedPodCidr: '', kubeletPodCidr: '', onPodCidrChange: undefined, forwards: new SandboxSockets(), hostPorts: new HostPorts() },
       streaming,

@@ -3,7 +3,7 @@ import type { CallLoad } from './call-load.js';
 import type { Clock } from './clock.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import type { RandomSource } from './ids.js';
-import type { SimulatedRegistry } from './images/catalogue.js';
+import type { ImageWorld } from './images/image-world.js';
 import type { LogFileHandles } from './logging/cri-log-writer.js';
 import type { ProcessExit } from './process/simulated-process.js';
 import type { CommandRegistry } from './process/command-registry.js';
@@ -59,7 +59,8 @@ export interface RuntimeContext {
   readonly sandboxes: SandboxStore;
   readonly containers: ContainerStore;
   readonly images: ImageStore;
-  readonly registry: SimulatedRegistry;
+  /** The images a pull can find: the user's images, the catalogue, the unknown-image rule. */
+  readonly registry: ImageWorld;
   readonly commands: CommandRegistry;
   readonly network: NetworkSettings;
   /** The streaming server: Exec, Attach and PortForward URLs and their sessions. */

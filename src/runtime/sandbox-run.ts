@@ -38,9 +38,6 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
   requireField(metadata.name, 'config.metadata.name');
   requireField(metadata.namespace, 'config.metadata.namespace');
   requireField(metadata.uid, 'config.metadata.uid');
-  if (!ctx.settings.runtimeHandlers.includes(req.runtime_handler)) {
-    throw new RuntimeError('InvalidArgument', `runtime_handler "${req.runtime_handler}": no runtime for this handler is configured`);
-  }
 
   const cleanup = new CleanupStack();
   try {
@@ -49,6 +46,11 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
     const name = [metadata.name, metadata.namespace, metadata.uid, metadata.attempt].join('_');
     ctx.sandboxes.names.reserve(name, id);
     cleanup.defer(`release sandbox name ${name}`, () => ctx.sandboxes.names.release(name, id));
+    // containerd 2.x internal/cri/server/sandbox_run.go around config.GetSandboxRuntime
+    // (internal/cri/config/config.go); a plain error, so gRPC Unknown.
+    if (!ctx.settings.runtimeHandlers.includes(req.runtime_handler)) {
+      throw new RuntimeError('Unknown', `unable to get OCI runtime for sandbox "${id}": no runtime for "${req.runtime_handler}" is configured`);
+    }
 
     const os = config.windows !== null ? 'windows' : ctx.settings.defaultSandboxOs;
     const hostname = config.hostname !== '' ? config.hostname : metadata.name;

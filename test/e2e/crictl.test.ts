@@ -124,7 +124,9 @@ describe('crictl against cri-winsim runtime', function () {
     });
 
     it('crictl pull of an image the registry does not have fails with a message naming it', async () => {
-      const ref = 'registry.example.invalid/no-such-image:0.0.1';
+      // A tag the catalogue's repository does not have (a repository nobody described would pull
+      // as an image of the node's build: docs/images.md).
+      const ref = 'mcr.microsoft.com/windows/nanoserver:no-such-image';
       const res = await crictl(['pull', ref], { check: false });
       expect(res.code).to.not.equal(0);
       expect(res.stderr).to.contain('no-such-image');

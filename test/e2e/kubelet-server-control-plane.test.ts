@@ -15,7 +15,7 @@ import { controlPlaneTools, requireControlPlaneTools, startControlPlane, type Co
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 
 const NODE = 'winsim-kserver';
-const IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+const IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 
 function get(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

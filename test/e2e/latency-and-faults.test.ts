@@ -129,7 +129,7 @@ describe('a runtime with injected faults and latency, through the real crictl', 
       'metadata: { name: nano, namespace: default }',
       'spec:',
       '  containers:',
-      '    - { name: ping, image: "mcr.microsoft.com/windows/nanoserver:ltsc2019", command: [ping, -t, localhost] }',
+      '    - { name: ping, image: "mcr.microsoft.com/windows/nanoserver:ltsc2022", command: [ping, -t, localhost] }',
       '  nodeSelector: { kubernetes.io/os: windows }',
       '',
     ].join('\n'));
@@ -139,7 +139,7 @@ describe('a runtime with injected faults and latency, through the real crictl', 
     const described = await cli(['kubelet', 'describe', '-A', ...common]);
     // The pull took its whole delay (2.935 s, past both deadlines) and however long a busy
     // machine added to it.
-    const pulled = /Successfully pulled image "mcr\.microsoft\.com\/windows\/nanoserver:ltsc2019" in (\d+\.\d{3})s/.exec(described.stdout);
+    const pulled = /Successfully pulled image "mcr\.microsoft\.com\/windows\/nanoserver:ltsc2022" in (\d+\.\d{3})s/.exec(described.stdout);
     expect(pulled, described.stdout + described.stderr).to.not.equal(null);
     expect(Number(pulled![1])).to.be.at.least(2.935);
     await cli(['kubelet', 'delete', '-A', ...common]);

@@ -18,8 +18,8 @@ import { testPodCidr } from '../support/pod-cidr.js';
 
 export { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
 
-export const IIS = 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019';
-export const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2019';
+export const IIS = 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022';
+export const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
 
 /** runtime.v1.ContainerState */
 export const CONTAINER_CREATED = 0;

@@ -9,7 +9,7 @@ import { CREDENTIAL_SPEC_DIRECTORY } from '../../src/runtime/windows/credential-
 import { startRuntime, type RuntimeHandle, type StartRuntimeOptions } from '../support/runtime.js';
 
 export const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.29-2';
-export const IIS = 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019';
+export const IIS = 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022';
 
 /** fast-check run counts: modest in `npm test`, `FC_NUM_RUNS=500 npx mocha …` for more. */
 export function numRuns(defaultRuns: number): number {

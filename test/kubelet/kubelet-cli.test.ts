@@ -146,11 +146,11 @@ describe('cri-winsim kubelet run: runtime failures in pod status (--ad-mode stri
     await writeFile(
       join(dir, 'unknown-user.yaml'),
       'apiVersion: v1\nkind: Pod\nmetadata:\n  name: unknown-user\nspec:\n  securityContext:\n    windowsOptions:\n      runAsUserName: NoSuchUser\n' +
-        '  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/servercore:ltsc2019\n      command: ["ping", "-t", "localhost"]\n',
+        '  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/servercore:ltsc2022\n      command: ["ping", "-t", "localhost"]\n',
     );
     await writeFile(
       join(dir, 'no-image.yaml'),
-      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: no-image\nspec:\n  containers:\n    - name: app\n      image: registry.invalid/nope:1\n',
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: no-image\nspec:\n  containers:\n    - name: app\n      image: mcr.microsoft.com/windows/nanoserver:nope\n',
     );
     result = await runKubelet([
       'run', pods('gmsa-invalid-credspec.yaml'), pods('gmsa-node-not-authorised.yaml'), join(dir, 'unknown-user.yaml'), join(dir, 'no-image.yaml'),
@@ -192,7 +192,7 @@ describe('cri-winsim kubelet run: runtime failures in pod status (--ad-mode stri
     const pod = itemsOf(result.stdout).find((p) => p.metadata.name === 'no-image')!;
     expect(pod.status.phase).to.equal('Pending');
     expect(pod.status.containerStatuses[0]!.state.waiting?.reason).to.equal('ErrImagePull');
-    expect(pod.status.containerStatuses[0]!.state.waiting?.message).to.match(/^Failed to pull image "registry\.invalid\/nope:1": rpc error: code = \w+ desc = ./);
+    expect(pod.status.containerStatuses[0]!.state.waiting?.message).to.match(/^Failed to pull image "mcr\.microsoft\.com\/windows\/nanoserver:nope": rpc error: code = \w+ desc = ./);
     expect(await containersOf(rt, 'no-image')).to.deep.equal([]);
   });
 

@@ -282,11 +282,11 @@ spec:
 
   it('same file again: AlreadyExists, as before; changed GMSA name: 422 from ValidatePodUpdate; changed image: the container is restarted', async () => {
     const file = join(dir, 'web.yaml');
-    await writeFile(file, podFile('web', 'webapplication1', 'mcr.microsoft.com/windows/nanoserver:ltsc2019'));
+    await writeFile(file, podFile('web', 'webapplication1', 'mcr.microsoft.com/windows/servercore:ltsc2022'));
     expect(summarizePodRun(await run(file)).status).to.equal('Running');
     expect(summarizePodRun(await run(file)).status).to.equal('AlreadyExists');
 
-    await writeFile(file, podFile('web', 'eventlogger', 'mcr.microsoft.com/windows/nanoserver:ltsc2019'));
+    await writeFile(file, podFile('web', 'eventlogger', 'mcr.microsoft.com/windows/servercore:ltsc2022'));
     const refused = await run(file);
     if (refused.stage !== 'admission') throw new Error(`expected a refusal, got ${refused.stage}`);
     expect(refused.operation).to.equal('update');
@@ -300,7 +300,7 @@ spec:
     const [pod] = await listNodePods(cri);
     const attempts = pod!.containers.map((c) => [c.attempt, c.state, c.image]);
     expect(attempts).to.deep.include.members([
-      [0, 'Exited', 'mcr.microsoft.com/windows/nanoserver:ltsc2019'],
+      [0, 'Exited', 'mcr.microsoft.com/windows/servercore:ltsc2022'],
       [1, 'Running', 'mcr.microsoft.com/windows/nanoserver:ltsc2022'],
     ]);
     // The stored pod kept the inlined credential spec: the restarted container still has it.

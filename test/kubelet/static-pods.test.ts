@@ -268,9 +268,9 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
   });
 
   it('backs off a pull that fails: ImagePullBackOff, retried after the delay', async () => {
-    await writeFile(join(manifests, 'nope.yaml'), podYaml('nope', ['ping', '-t', 'localhost']).replace('mcr.microsoft.com/windows/nanoserver:ltsc2022', 'registry.invalid/nope:1'));
+    await writeFile(join(manifests, 'nope.yaml'), podYaml('nope', ['ping', '-t', 'localhost']).replace('mcr.microsoft.com/windows/nanoserver:ltsc2022', 'mcr.microsoft.com/windows/nanoserver:nope'));
     const first = await loop.syncOnce();
-    expect(first.events.find((e) => e.reason === 'Failed')!.message).to.match(/^Failed to pull image "registry.invalid\/nope:1": rpc error: code = /);
+    expect(first.events.find((e) => e.reason === 'Failed')!.message).to.match(/^Failed to pull image "mcr.microsoft.com\/windows\/nanoserver:nope": rpc error: code = /);
     expect(row(first, 'nope')).to.deep.include({ ready: '0/1', status: 'ImagePullBackOff' });
     const second = await loop.syncOnce();
     expect(second.events.filter((e) => e.reason === 'Pulling')).to.deep.equal([]);

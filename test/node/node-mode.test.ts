@@ -23,7 +23,7 @@ async function runCrictlExec(target: { endpoint: string; dir: string }, id: stri
   return (await runCrictl(target, ['exec', '-s', id, ...cmd])).stdout;
 }
 
-const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 
 function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: string; grace?: number } = {}): object {
   return {
@@ -77,10 +77,10 @@ describe('node mode against a real control plane', function () {
 
   it('registers a Ready Windows node with the kubelet labels, nodeInfo and a lease (kubectl get nodes)', async () => {
     const table = await cp.kubectlOk(['get', 'nodes', '-L', 'kubernetes.io/os,node.kubernetes.io/windows-build']);
-    expect(table).to.match(/^winsim-1\s+Ready\s+<none>\s+\S+\s+v1\.34\.12\s+windows\s+10\.0\.17763\s*$/m);
+    expect(table).to.match(/^winsim-1\s+Ready\s+<none>\s+\S+\s+v1\.34\.12\s+windows\s+10\.0\.20348\s*$/m);
     const node = await kubectlJson(['get', 'node', 'winsim-1']);
-    expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.17763' });
-    expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2019 Datacenter' });
+    expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.20348' });
+    expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2022 Datacenter' });
     expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'winsim-1' }]);
     expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.be.above(0);
     expect(node.status.capacity).to.include({ pods: '110', cpu: '4' });
@@ -133,7 +133,7 @@ describe('node mode against a real control plane', function () {
       metadata: { name: 'greeter', namespace: 'default' },
       spec: {
         nodeSelector: { 'kubernetes.io/os': 'windows' },
-        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2019', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
+        containers: [{ name: 'hello', image: 'mcr.microsoft.com/windows/servercore:ltsc2022', command: ['sh', '-c', 'echo hello from a simulated windows node; while true; do sleep 1; done'] }],
       },
     });
     await until('greeter Running', 60_000, async () => ((await podJson('greeter')).status.phase === 'Running' ? true : undefined));
@@ -192,7 +192,7 @@ describe('node mode against a real control plane', function () {
             ...windows,
             containers: [{
               name: 'iis',
-              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019',
+              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
               ports: [{ name: 'http', containerPort: 80 }],
               readinessProbe: { httpGet: { path: '/iisstart.htm', port: 'http' }, periodSeconds: 1 },
             }, {

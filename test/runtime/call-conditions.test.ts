@@ -15,8 +15,8 @@ import { parseNodeFile } from '../../src/runtime/windows/node-directory.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './windows/kep-example.js';
 import { BUSYBOX, containerConfig, openRuntime, pull, rejection, sandboxConfig, type RuntimeFixture } from './helpers.js';
 
-const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2019';
-const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
+const SERVERCORE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 const pullRequest = (image: string) => ({ image: { image, annotations: {}, user_specified_image: '', runtime_handler: '', image_ref: '' }, auth: null, sandbox_config: null });
 
 function specError(text: string): string {

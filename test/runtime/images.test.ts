@@ -71,7 +71,10 @@ describe('runtime: image service', () => {
     expect(img?.repo_digests).to.deep.equal([ref]);
   });
 
-  it('fails a pull of an image the registry does not have, as a registry would', async () => {
+  it('with --unknown-images not-found, fails a pull of an image nobody described, as a registry would', async () => {
+    await fx.close();
+    fx = await openRuntime({ images: { unknownImages: 'not-found' } });
+    // containerd 2.x: PullImage's `failed to pull and unpack image %q: %w` around the resolver's error.
     const err = await rejection(pull(fx.runtime, 'gcr.io/nowhere/nothing:1'));
     expect(err.code).to.equal('NotFound');
     expect(err.message).to.equal('failed to pull and unpack image "gcr.io/nowhere/nothing:1": failed to resolve reference "gcr.io/nowhere/nothing:1": gcr.io/nowhere/nothing:1: not found');

@@ -3,7 +3,7 @@ import type { ContainerStatusData as ContainerStatus } from '../../src/runtime/s
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './windows/kep-example.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
 
-const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2019';
+const NANOSERVER = 'mcr.microsoft.com/windows/nanoserver:ltsc2022';
 
 /**
  * The `starting` and `removing` guards of StartContainer and RemoveContainer (as containerd's

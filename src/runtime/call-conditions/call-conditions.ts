@@ -6,6 +6,7 @@ import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { RuntimeError, type RuntimeErrorCode } from '../errors.js';
 import { defaultFaultMessage, type FaultSpec } from './fault-spec.js';
 import { LATENCY_PROFILES, logNormalAt, type LatencyProfile, type LatencyProfileName, type LogNormal } from './latency-profiles.js';
+import { HYPERV_HANDLER } from '../images/windows-compat.js';
 
 /**
  * What `--latency-profile`, `--seed` and `--inject-fault` ask of a runtime: how long its RPCs
@@ -131,8 +132,16 @@ export class CallConditions {
   plan(method: string, request: unknown): CallPlan {
     let delayMs = 0;
     const distribution = this.profile.rpcs[method];
-    if (distribution !== undefined) delayMs = draw(distribution, this.stream(method, 'latency'));
-    else if (method === 'PullImage' && this.profile.pull !== undefined) {
+    if (distribution !== undefined) {
+      const stream = this.stream(method, 'latency');
+      delayMs = draw(distribution, stream);
+      // A Hyper-V isolated pod boots its utility VM first (drawn after the sandbox's own delay, so
+      // the draws of process-isolated pods are those they always were).
+      const hyperv = this.profile.hypervSandbox;
+      if (method === 'RunPodSandbox' && hyperv !== undefined && (request as { runtime_handler?: unknown } | null)?.runtime_handler === HYPERV_HANDLER) {
+        delayMs += draw(hyperv, stream);
+      }
+    } else if (method === 'PullImage' && this.profile.pull !== undefined) {
       const stream = this.stream(method, 'latency');
       const image = (request as { image?: { image?: unknown } | null } | null)?.image?.image;
       const bytes = typeof image === 'string' ? this.imageBytes(image) ?? 0 : 0;

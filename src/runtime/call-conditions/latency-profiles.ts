@@ -39,6 +39,11 @@ export interface LatencyProfile {
     /** Download and extraction (on Windows, the layer expansion dominates), milliseconds per MiB. */
     readonly perMiBMs: LogNormal;
   };
+  /**
+   * What a Hyper-V isolated pod adds to RunPodSandbox (runtime handler runhcs-wcow-hypervisor):
+   * the utility VM boots before the pause container starts in it.
+   */
+  readonly hypervSandbox?: LogNormal;
 }
 
 export const LATENCY_PROFILE_NAMES = ['none', 'windows-server-2019', 'windows-server-2022', 'linux-containerd'] as const;
@@ -65,6 +70,7 @@ const WINDOWS_SERVER_2019: LatencyProfile = Object.freeze({
     RemovePodSandbox: ms(500, 2000),
   }),
   pull: Object.freeze({ fixedMs: ms(1500, 5000), perMiBMs: ms(60, 200) }),
+  hypervSandbox: ms(5000, 12000),
 });
 
 /**
@@ -85,6 +91,7 @@ const WINDOWS_SERVER_2022: LatencyProfile = Object.freeze({
     RemovePodSandbox: ms(450, 1800),
   }),
   pull: Object.freeze({ fixedMs: ms(1200, 4000), perMiBMs: ms(50, 170) }),
+  hypervSandbox: ms(4000, 10000),
 });
 
 /**

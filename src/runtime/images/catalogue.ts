@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { ImageProgram } from './image-program.js';
+import { E2E_IMAGES, E2E_WINDOWS_BUILDS, WINDOWS_FAMILIES } from './catalogue-families.js';
 import { formatReference, parseImageReference } from './reference.js';
+import { LTSC_BUILDS } from './windows-compat.js';
 
 /** What an image's config says about how to run it (the OCI image config fields the CRI uses). */
 export interface ImageConfig {
@@ -19,9 +21,43 @@ export interface ImageConfig {
    * for images from the user's images file and for references nobody described.
    */
   program?: ImageProgram;
+  /** The platform's `os.version` (Windows images: the build they were made for, `10.0.20348.2849`). */
+  osVersion?: string;
+  /** The config's `Labels`. */
+  labels?: Record<string, string>;
 }
 
-/** One image as the simulated registry serves it. */
+/** One platform of a manifest list (OCI image index `manifests[].platform`). */
+export interface ImagePlatform {
+  os: 'linux' | 'windows';
+  architecture: 'amd64' | 'arm64';
+  /** Windows: the build the image was made for. */
+  osVersion?: string;
+}
+
+/** One platform's image of a manifest list: its config and size. */
+export interface PlatformManifest {
+  platform: ImagePlatform;
+  /** Image id: the digest of this platform's config. */
+  id: string;
+  size: number;
+  config: ImageConfig;
+}
+
+/**
+ * What a registry serves for a reference: a manifest list (an OCI index) of platform manifests,
+ * or one manifest (`list: false`, what `docker build` and `docker push` of one platform give).
+ */
+export interface ManifestIndex {
+  repository: string;
+  tags: string[];
+  /** The digest of the index (or of the single manifest): the repo digest clients pin. */
+  digest: string;
+  list: boolean;
+  manifests: PlatformManifest[];
+}
+
+/** One image as a pull stores it: the platform manifest the pull chose, under its index's digest. */
 export interface RegistryImage {
   /** Normalised repository, e.g. `mcr.microsoft.com/windows/nanoserver`. */
   repository: string;
@@ -42,6 +78,11 @@ interface CatalogueEntry {
   config: Partial<ImageConfig> & Pick<ImageConfig, 'os'>;
   /** Files of the image that its simulated programs read (an nginx configuration). */
   files?: Readonly<Record<string, string>>;
+  /**
+   * The Windows manifests of the list, one per build (`config.os` windows: the entry's only ones;
+   * linux: besides the linux/amd64 one), with the Windows config when it differs.
+   */
+  windows?: { builds: readonly number[]; config?: Partial<ImageConfig> };
 }
 
 const LINUX_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -56,25 +97,11 @@ const busybox = (): CatalogueEntry['config'] => ({ os: 'linux', cmd: ['sh'] });
  * pause images, and the images critest pulls (cri-tools pkg/validate constants).
  */
 const ENTRIES: CatalogueEntry[] = [
-  // Windows base images with their default users (nanoserver runs as ContainerUser,
-  // servercore as ContainerAdministrator).
-  { repository: 'mcr.microsoft.com/windows/nanoserver', tags: ['ltsc2019', '1809'], size: 104_857_600,
-    config: { os: 'windows', user: 'ContainerUser', cmd: ['c:\\windows\\system32\\cmd.exe'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/windows/nanoserver', tags: ['ltsc2022'], size: 121_634_816,
-    config: { os: 'windows', user: 'ContainerUser', cmd: ['c:\\windows\\system32\\cmd.exe'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/windows/servercore', tags: ['ltsc2019', '1809'], size: 2_714_763_264,
-    config: { os: 'windows', user: 'ContainerAdministrator', cmd: ['c:\\windows\\system32\\cmd.exe'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/windows/servercore', tags: ['ltsc2022'], size: 2_362_232_012,
-    config: { os: 'windows', user: 'ContainerAdministrator', cmd: ['c:\\windows\\system32\\cmd.exe'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/windows/servercore/iis', tags: ['windowsservercore-ltsc2019'], size: 2_952_790_016,
-    config: { os: 'windows', user: 'ContainerAdministrator', entrypoint: ['C:\\ServiceMonitor.exe', 'w3svc'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/windows/servercore/iis', tags: ['windowsservercore-ltsc2022', 'latest'], size: 2_523_922_432,
-    config: { os: 'windows', user: 'ContainerAdministrator', entrypoint: ['C:\\ServiceMonitor.exe', 'w3svc'], workingDir: 'C:\\' } },
-  { repository: 'mcr.microsoft.com/oss/kubernetes/pause', tags: ['3.9', '3.10'], size: 126_877_696,
-    config: { os: 'windows', user: 'ContainerUser', entrypoint: ['/pause.exe'] } },
+  ...WINDOWS_FAMILIES,
   // Linux pause and everyday images.
   { repository: 'registry.k8s.io/pause', tags: ['3.9', '3.10', '3.10.1'], size: 320_368,
-    config: { os: 'linux', user: '65535:65535', entrypoint: ['/pause'] } },
+    config: { os: 'linux', user: '65535:65535', entrypoint: ['/pause'] },
+    windows: { builds: E2E_WINDOWS_BUILDS, config: { user: 'ContainerUser', entrypoint: ['/pause.exe'] } } },
   { repository: 'docker.io/library/busybox', tags: ['latest', '1.36', '1.37'], size: 2_166_802, config: { os: 'linux', cmd: ['sh'] } },
   { repository: 'docker.io/library/nginx', tags: ['latest', '1.27'], size: 72_099_410,
     config: { os: 'linux', cmd: ['nginx', '-g', 'daemon off;'], stopSignal: 'SIGQUIT' } },
@@ -85,7 +112,8 @@ const ENTRIES: CatalogueEntry[] = [
   { repository: `${E2E}/nginx`, tags: ['1.14-2', '1.15-4'], size: 6_914_060,
     config: { os: 'linux', cmd: ['nginx', '-g', 'daemon off;'] } },
   { repository: `${E2E}/httpd`, tags: ['2.4.39-4', '2.4.38-4'], size: 45_102_140,
-    config: { os: 'linux', cmd: ['httpd-foreground'], workingDir: '/usr/local/apache2' } },
+    config: { os: 'linux', cmd: ['httpd-foreground'], workingDir: '/usr/local/apache2' },
+    windows: { builds: E2E_WINDOWS_BUILDS, config: { user: 'ContainerAdministrator', cmd: ['httpd.exe'], workingDir: 'C:\\Apache24' } } },
   { repository: `${E2E}/nonewprivs`, tags: ['1.3'], size: 3_289_644, config: { os: 'linux', entrypoint: ['/usr/local/bin/nnp'] } },
   { repository: `${STAGING}/test-image-latest`, tags: ['latest'], size: 1_362_000, config: busybox() },
   { repository: `${STAGING}/test-image-tag`, tags: ['test'], size: 1_362_100, config: busybox() },
@@ -107,41 +135,88 @@ const ENTRIES: CatalogueEntry[] = [
     config: { os: 'linux', cmd: ['nginx', '-g', 'daemon off;'], stopSignal: 'SIGQUIT', env: [LINUX_PATH, 'NGINX_VERSION=1.25.0'] },
     files: { '/etc/nginx/conf.d/default.conf': 'server {\n    listen       12003;\n    server_name  localhost;\n\n    location / {\n        root   /usr/share/nginx/html;\n        index  index.html index.htm;\n    }\n}\n' } })),
   { repository: `${STAGING}/test-image-predefined-group`, tags: ['latest'], size: 1_362_605, config: { os: 'linux', cmd: ['sh'], user: '1000' } },
+  // The upstream e2e images at the tags kubernetes' e2e suite uses.
+  ...E2E_IMAGES,
 ];
 
-const sha256 = (text: string): string => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+export const sha256 = (text: string): string => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
-function toRegistryImage(entry: CatalogueEntry): RegistryImage {
-  const config: ImageConfig = {
-    os: entry.config.os,
-    user: entry.config.user ?? '',
-    entrypoint: entry.config.entrypoint ?? [],
-    cmd: entry.config.cmd ?? [],
-    env: entry.config.env ?? [entry.config.os === 'windows' ? WINDOWS_PATH : LINUX_PATH],
-    workingDir: entry.config.workingDir ?? (entry.config.os === 'windows' ? 'C:\\' : '/'),
-  };
-  if (entry.config.stopSignal !== undefined) config.stopSignal = entry.config.stopSignal;
-  // The id is the digest of the config; the repository and size go in so that distinct
-  // catalogue entries never share an id by accident, while tags of one entry always do.
-  const id = sha256(JSON.stringify({ repository: entry.repository, size: entry.size, config }));
-  const digest = entry.digest ?? sha256(`manifest:${id}`);
-  return { repository: entry.repository, tags: entry.tags, digest, id, size: entry.size, config };
+/** The `os.version` of a Windows LTSC build (`10.0.20348.2849`). */
+export function ltscOsVersion(build: number): string {
+  return LTSC_BUILDS.find((b) => b.build === build)?.osVersion ?? `10.0.${build}.1`;
 }
 
-/** A registry that serves a fixed catalogue of images, resolving tags and digests. */
+/** A platform's config with the defaults of its OS filled in. */
+export function completeConfig(partial: Partial<ImageConfig> & Pick<ImageConfig, 'os'>): ImageConfig {
+  const windows = partial.os === 'windows';
+  const config: ImageConfig = {
+    os: partial.os,
+    user: partial.user ?? '',
+    entrypoint: partial.entrypoint ?? [],
+    cmd: partial.cmd ?? [],
+    env: partial.env ?? [windows ? WINDOWS_PATH : LINUX_PATH],
+    workingDir: partial.workingDir ?? (windows ? 'C:\\' : '/'),
+  };
+  // Only the fields an image has: a Linux catalogue image's config (and so its id) is what it was
+  // before these fields existed.
+  if (partial.stopSignal !== undefined) config.stopSignal = partial.stopSignal;
+  if (partial.exposedPorts !== undefined) config.exposedPorts = [...partial.exposedPorts];
+  if (partial.program !== undefined) config.program = partial.program;
+  if (partial.osVersion !== undefined) config.osVersion = partial.osVersion;
+  if (partial.labels !== undefined) config.labels = { ...partial.labels };
+  return config;
+}
+
+/** A platform manifest: the id is the digest of the config (the repository and size go in, so distinct images never share one by accident). */
+export function platformManifest(repository: string, platform: ImagePlatform, size: number, config: ImageConfig): PlatformManifest {
+  return { platform, id: sha256(JSON.stringify({ repository, size, config })), size, config };
+}
+
+/** The digest of a list: of its repository, tags and manifests' ids. */
+export function indexDigest(repository: string, manifests: readonly PlatformManifest[]): string {
+  if (manifests.length === 1) return sha256(`manifest:${manifests[0]!.id}`);
+  return sha256(`index:${repository}:${manifests.map((m) => m.id).join(',')}`);
+}
+
+function toManifestIndex(entry: CatalogueEntry): ManifestIndex {
+  const manifests: PlatformManifest[] = [];
+  if (entry.config.os === 'linux') {
+    manifests.push(platformManifest(entry.repository, { os: 'linux', architecture: 'amd64' }, entry.size, completeConfig(entry.config)));
+  }
+  for (const build of entry.windows?.builds ?? []) {
+    const osVersion = ltscOsVersion(build);
+    const config = completeConfig({ ...entry.config, ...entry.windows?.config, os: 'windows', osVersion, ...(entry.config.os === 'linux' ? { env: undefined, workingDir: entry.windows?.config?.workingDir } : {}) });
+    manifests.push(platformManifest(entry.repository, { os: 'windows', architecture: 'amd64', osVersion }, entry.size, config));
+  }
+  // A Linux image of one platform keeps the digest it had as a single manifest (critest pins
+  // test-image-digest's); a list with Windows entries gets an index digest.
+  const digest = entry.digest ?? indexDigest(entry.repository, manifests);
+  return { repository: entry.repository, tags: entry.tags, digest, list: true, manifests };
+}
+
+/** The built-in catalogue: manifest lists by normalised reference (`name:tag`, `name@digest`). */
 export class SimulatedRegistry {
-  private readonly byRef = new Map<string, RegistryImage>();
+  private readonly byRef = new Map<string, ManifestIndex>();
+  private readonly repositories = new Set<string>();
 
   constructor(entries: readonly CatalogueEntry[] = ENTRIES) {
-    for (const entry of entries) {
-      const image = toRegistryImage(entry);
-      for (const tag of image.tags) this.byRef.set(`${image.repository}:${tag}`, image);
-      this.byRef.set(`${image.repository}@${image.digest}`, image);
-    }
+    for (const entry of entries) this.add(toManifestIndex(entry));
   }
 
-  /** The image a normalised reference (`name:tag` or `name@digest`) points to, if any. */
-  resolve(reference: string): RegistryImage | undefined {
+  /** Whether the registry serves any tag of `repository` (normalised name). */
+  hasRepository(repository: string): boolean {
+    return this.repositories.has(repository);
+  }
+
+  /** Serves `index` under its tags and digest (a later one replaces an earlier one). */
+  add(index: ManifestIndex): void {
+    this.repositories.add(index.repository);
+    for (const tag of index.tags) this.byRef.set(`${index.repository}:${tag}`, index);
+    this.byRef.set(`${index.repository}@${index.digest}`, index);
+  }
+
+  /** The list a reference (`name:tag` or `name@digest`, normalised or not) points to, if any. */
+  resolve(reference: string): ManifestIndex | undefined {
     const ref = parseImageReference(reference);
     return this.byRef.get(formatReference(ref));
   }

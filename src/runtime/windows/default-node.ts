@@ -1,8 +1,16 @@
 import type { NodeFile } from './node-directory.js';
 
 /**
- * The embedded default node (DESIGN.md "Node AD access"): WINNODE1 joined to the domain of the
- * GMSA KEP's example credential spec, so that example starts a container unchanged.
+ * The build of a node file that names none (the schema's documented default): Windows Server 2022,
+ * the embedded node's, whose ltsc2022 images the examples run.
+ */
+export const DEFAULT_OS_BUILD = '10.0.20348';
+
+/**
+ * The embedded default node (DESIGN.md "Node AD access"): WINNODE1, a Windows Server 2022 host
+ * (10.0.20348, so the ltsc2022 images of the examples run process-isolated; Hyper-V isolation for
+ * older ones) joined to the domain of the GMSA KEP's example credential spec, so that example
+ * starts a container unchanged.
  * `examples/nodes/winnode1.yaml` is the same node as a file (a test keeps them equal).
  *
  * - WebApplication1: retrievable through the group WebAppHosts, of which WINNODE1$ is a member.
@@ -13,7 +21,8 @@ export const DEFAULT_NODE_FILE: NodeFile = {
   node: {
     name: 'WINNODE1',
     hostname: 'winnode1',
-    osBuild: '10.0.17763',
+    osBuild: DEFAULT_OS_BUILD,
+    isolation: ['process', 'hyperv'],
     domain: 'contoso.com',
     localUsers: ['ContainerUser', 'ContainerAdministrator'],
     localGroups: ['Administrators', 'Users'],
@@ -37,4 +46,11 @@ export const DEFAULT_NODE_FILE: NodeFile = {
       ],
     },
   ],
+  // A team's app built for Windows Server 2019 (one platform, one manifest): the demo's row of the
+  // version rule (docs/images.md).
+  images: {
+    images: [
+      { reference: 'contoso.azurecr.io/timesheets:1.0-ltsc2019', platforms: [{ os: 'windows', osVersion: '10.0.17763.6054' }], exposedPorts: [8080] },
+    ],
+  },
 };

@@ -4,7 +4,9 @@ import { MAX_YAML_NESTING, yamlNestingDepth } from '../../yaml-nesting.js';
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
 import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
-import { DEFAULT_NODE_FILE } from './default-node.js';
+import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
+import { validateImagesSection, type ImagesSection } from '../images/images-file.js';
+import type { IsolationMode } from '../images/windows-compat.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 
 /** A domain controller of the simulated AD; `reachable: false` simulates DC/DNS outages. */
@@ -53,8 +55,10 @@ export interface NodeFile {
     /** Computer name (NetBIOS, ≤ 15 characters); its AD account is `<name>$`. */
     name: string;
     hostname: string;
-    /** Windows OS build `Major.Minor.Build` (node mode's windows-build label); 10.0.17763 when absent. */
+    /** Windows OS build `Major.Minor.Build`: what the host runs (docs/images.md), node mode's windows-build label; 10.0.20348 when absent. */
     osBuild?: string;
+    /** The isolation modes the host offers (runtime handlers runhcs-wcow-process, runhcs-wcow-hypervisor); default both. */
+    isolation?: IsolationMode[];
     /** DNS name of the joined domain; absent for a workgroup node. */
     domain?: string;
     ccgPlugin?: CcgPluginSpec;
@@ -66,6 +70,8 @@ export interface NodeFile {
   domains: DomainSpec[];
   /** How long the node's CRI calls take and which fail (call-conditions/node-file-timing.ts). */
   timing?: NodeFileTiming;
+  /** The node's images, registries and unknown-image rule (images/images-file.ts). */
+  images?: ImagesSection;
 }
 
 /** A principal as a (domain, account) pair; domain is a DomainSpec of this node file. */
@@ -73,6 +79,7 @@ export interface AccountRef {
   domain: DomainSpec;
   account: string;
 }
+
 
 /** Local accounts every Windows container image has (REFERENCE §4 defaults). */
 const DEFAULT_LOCAL_USERS = ['ContainerUser', 'ContainerAdministrator'];
@@ -132,6 +139,16 @@ export class NodeDirectory {
 
   get localGroups(): string[] {
     return this.file.node.localGroups ?? [];
+  }
+
+  /** The host's build `Major.Minor.Build` (Windows Server 2022's when the file names none). */
+  get osBuild(): string {
+    return this.file.node.osBuild ?? DEFAULT_OS_BUILD;
+  }
+
+  /** The isolation modes the host offers (both when the file names none). */
+  get isolation(): IsolationMode[] {
+    return this.file.node.isolation ?? ['process', 'hyperv'];
   }
 
   /** A domain by DNS or NetBIOS name. */
@@ -261,6 +278,7 @@ export function validateNodeFile(data: unknown, source: string): NodeFile {
   const file = data as NodeFile;
   checkNodeFileConsistency(file, source);
   nodeFileFaults(file.timing, source);
+  if (file.images !== undefined) validateImagesSection(file.images, source, 'images');
   return file;
 }
 

@@ -77,7 +77,7 @@ export function currentIdentity(
   identity: ContainerIdentity,
   identityOf: (c: ContainerRecord) => ContainerIdentity | undefined,
 ): ContainerIdentity {
-  const osBuild = ctx.windows.node.file.node.osBuild ?? '10.0.17763';
+  const osBuild = ctx.windows.node.osBuild;
   if (!sharesSecureChannel(osBuild) || channelKey(identity) === undefined) return identity;
   const peers: ChannelHolder[] = [];
   for (const c of ctx.containers.all()) {

@@ -14,7 +14,7 @@ import { startRuntime, type RuntimeHandle } from '../../support/runtime.js';
 import { createTestCa } from './client-certificates.js';
 import { kubeletRequest, kubeletStream } from './https.js';
 
-const IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2019';
+const IMAGE = 'mcr.microsoft.com/windows/servercore:ltsc2022';
 const NODE = 'winnode-http';
 
 function pod(name: string, containers: { name: string; command: string[] }[]): V1Pod {
