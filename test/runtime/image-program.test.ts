@@ -1,37 +1,17 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { expect } from 'chai';
-import { SimulatedRegistry, type ImageConfig, type RegistryImage } from '../../src/runtime/images/catalogue.js';
-import { formatReference, parseImageReference } from '../../src/runtime/images/reference.js';
+import { join } from 'node:path';
+import { dir as tempDir, type DirectoryResult } from 'tmp-promise';
+import type { DeclaredImage } from '../../src/runtime/images/images-file.js';
 import { imageProgramPorts } from '../../src/runtime/process/image-program-process.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { waitUntil } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './windows/kep-example.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
 
-/**
- * A registry that also serves images as a user's images file would declare them (the images
- * file and the unknown-image rule are another module's; here the entries are made directly).
- */
-class DeclaringRegistry extends SimulatedRegistry {
-  private readonly declared = new Map<string, RegistryImage>();
-
-  declare(reference: string, config: Partial<ImageConfig> & Pick<ImageConfig, 'os'>): void {
-    const ref = formatReference(parseImageReference(reference));
-    const [repository = '', tag = ''] = ref.split(/:(?=[^:/]+$)/);
-    const id = `sha256:${Buffer.from(ref).toString('hex').padEnd(64, '0').slice(0, 64)}`;
-    this.declared.set(ref, {
-      repository,
-      tags: [tag],
-      digest: `sha256:${'d'.repeat(64)}`,
-      id,
-      size: 1_000_000,
-      config: { user: '', entrypoint: [], cmd: [], env: [], workingDir: config.os === 'windows' ? 'C:\\' : '/', ...config },
-    });
-  }
-
-  override resolve(reference: string): RegistryImage | undefined {
-    return this.declared.get(formatReference(parseImageReference(reference))) ?? super.resolve(reference);
-  }
+/** Images as a user's images file declares them (docs/images.md), written to a temp file per test. */
+function declared(reference: string, os: 'windows' | 'linux', fields: Omit<DeclaredImage, 'reference' | 'platforms'>): DeclaredImage {
+  return { reference, platforms: [{ os }], ...fields };
 }
 
 const WEBAPP = 'contoso.azurecr.io/webapp:1.0';
@@ -49,17 +29,25 @@ async function get(url: string): Promise<{ status: number; text: string }> {
 
 describe('runtime: what an image program does', () => {
   let fx: RuntimeFixture;
+  let imagesDir: DirectoryResult;
   beforeEach(async () => {
-    const registry = new DeclaringRegistry();
-    registry.declare(WEBAPP, { os: 'windows', user: 'ContainerUser', entrypoint: ['C:\\app\\webapp.exe'], exposedPorts: [8080], program: {} });
-    registry.declare(API, { os: 'linux', entrypoint: ['/app/api'], program: {} });
-    registry.declare(CRASHER, { os: 'linux', entrypoint: ['/app/crash'], program: { output: ['booting', 'no database: giving up'], exitAfterSeconds: 0.2, exitCode: 3 } });
-    registry.declare(WORKER, { os: 'linux', entrypoint: ['/app/worker'], exposedPorts: [8080], program: { ports: false } });
-    // agnhost as its Dockerfile builds it (ENTRYPOINT ["/agnhost"], CMD ["pause"], EXPOSE 80 8080 8081 9376), no program.
-    registry.declare(AGNHOST, { os: 'linux', entrypoint: ['/agnhost'], cmd: ['pause'], exposedPorts: [80, 8080, 8081, 9376] });
-    fx = await openRuntime({ registry });
+    imagesDir = await tempDir({ unsafeCleanup: true });
+    const images: DeclaredImage[] = [
+      declared(WEBAPP, 'windows', { user: 'ContainerUser', entrypoint: ['C:\\app\\webapp.exe'], exposedPorts: [8080], program: {} }),
+      declared(API, 'linux', { entrypoint: ['/app/api'], program: {} }),
+      declared(CRASHER, 'linux', { entrypoint: ['/app/crash'], program: { output: ['booting', 'no database: giving up'], exitAfterSeconds: 0.2, exitCode: 3 } }),
+      declared(WORKER, 'linux', { entrypoint: ['/app/worker'], exposedPorts: [8080], program: { ports: false } }),
+      // agnhost as its Dockerfile builds it (ENTRYPOINT ["/agnhost"], CMD ["pause"], EXPOSE 80 8080 8081 9376).
+      declared(AGNHOST, 'linux', { entrypoint: ['/agnhost'], cmd: ['pause'], exposedPorts: [80, 8080, 8081, 9376] }),
+    ];
+    const file = join(imagesDir.path, 'images.json');
+    await writeFile(file, JSON.stringify({ images }));
+    fx = await openRuntime({ images: { file } });
   });
-  afterEach(async () => fx.close());
+  afterEach(async () => {
+    await fx.close();
+    await imagesDir.cleanup();
+  });
 
   const podIp = async (sandboxId: string): Promise<string> =>
     (await fx.runtime.podSandboxStatus({ pod_sandbox_id: sandboxId, verbose: false })).status?.network?.ip ?? '';
