@@ -30,7 +30,7 @@ import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, sho
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
 import { computePodStatus, nanosToTime, type ProbeStatus } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
-import { admitPodOs } from './kubelet-admission.js';
+import { activePods, admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { runInContainer } from './container-exec.js';
 import { ProbeManager, probedPod } from './prober.js';
 import { TimerWheel } from './node/timer-wheel.js';
@@ -54,6 +54,8 @@ export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly gracePeriodSeconds?: number;
   /** Milliseconds clock, replaceable in tests. */
   readonly now?: () => number;
+  /** The Node the kubelet's admission reads; default: this node's name with node mode's default capacity. */
+  readonly node?: AdmissionNode;
 }
 
 export interface StaticPodRow {
@@ -169,9 +171,15 @@ export class StaticPodSyncLoop {
     const design = this.options.design;
     // A static pod runs as its file is written (pkg/kubelet/config/file.go): no API admission
     // plugin and no webhook sees it, so a gmsaCredentialSpecName is never inlined and the pod runs
-    // without a credential spec. Only the kubelet's own checks apply (kubelet-admission.ts).
+    // without a credential spec. Only the kubelet's own checks apply (kubelet-admission.ts), against
+    // the static pods it admitted before; a file's pod is bound to this node (config/common.go
+    // sets spec.nodeName) and its taints are not checked.
+    const node = this.options.node ?? standaloneNode(this.options.nodeName ?? 'winnode1');
     const admit = (pod: V1Pod): { allowed: true; pod: V1Pod } | { allowed: false; message: string } => {
-      const rejection = admitPodOs(pod);
+      const uid = pod.metadata?.uid;
+      const others = activePods([...this.admittedPods].filter(([u]) => u !== uid && desired.has(u)).map(([, p]) => p));
+      const bound = { ...pod, spec: { ...pod.spec!, nodeName: node.name } };
+      const rejection = admitPodOnNode({ pod: bound, otherPods: others, staticPod: true }, node);
       return rejection === undefined ? { allowed: true, pod } : { allowed: false, message: `${rejection.reason}: ${rejection.message}` };
     };
     for (const { pod, source } of loaded) {

@@ -9,7 +9,7 @@ import type { CriClient } from '../../cri/proto.js';
 import { ImagePulls } from '../pod-worker.js';
 import { rateLimited, type ApiClient } from './api-client.js';
 import { EventRecorder } from './event-recorder.js';
-import { NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
+import { admissionNode, NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
 import { PodController, type SyncLimiter } from './pod-controller.js';
 import type { NodeDeletionWatch, PodInformer } from './pod-informer.js';
 
@@ -44,7 +44,7 @@ export class KubeletNode {
     this.podController = new PodController(api, options.cri, new EventRecorder(events, options.identity.name, logger), logger, {
       nodeName: options.identity.name,
       nodeIp: options.identity.nodeIp,
-      maxPods: options.identity.maxPods,
+      node: admissionNode(options.identity),
       nodeCpuCount: options.nodeCpuCount,
       podLogsRoot: options.podLogsRoot,
       callTimeoutMs: options.callTimeoutMs,
