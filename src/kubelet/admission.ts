@@ -27,6 +27,7 @@ import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup
 import { formatFieldError, type FieldError } from './field-errors.js';
 import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
 import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
+import { goJsonParse } from './go-json-errors.js';
 
 /** A refused admission: the HTTP status code the API server answers with and the message. */
 export class AdmissionError extends Error {
@@ -115,9 +116,9 @@ export function goJsonMarshal(value: unknown): string {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** json.Unmarshal into map[string]interface{}: anything but an object is an error. */
+/** json.Unmarshal into map[string]interface{}: Go's syntax errors; anything but an object is an error. */
 function parseJsonObject(text: string): { [key: string]: Json } {
-  const value = JSON.parse(text) as Json;
+  const value = goJsonParse(text) as Json;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
     throw new Error(`json: cannot unmarshal ${kind} into Go value of type map[string]interface {}`);

@@ -14,6 +14,7 @@ import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
 import { admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
+import { snapshotPodObjects } from './pod-objects.js';
 import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from './pod-update.js';
 import { syncPodUpdate } from './pod-update-sync.js';
@@ -36,7 +37,7 @@ export const defaultPodWorkers = 16;
 /** More pod workers than this only queue up behind one socket. */
 export const maxPodWorkers = 256;
 
-export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'imagePulls' | 'sandboxTurn'> {
+export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets' | 'imagePulls' | 'sandboxTurn'> {
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
   /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
@@ -83,7 +84,7 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
     ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
   };
-  const workerOptions: PodWorkerOptions = { ...options, configMaps: cluster.configMaps, imagePulls: new ImagePulls() };
+  const workerOptions: PodWorkerOptions = { ...options, ...snapshotPodObjects(cluster), imagePulls: new ImagePulls() };
   const node = options.node ?? standaloneNode(options.nodeName ?? 'winnode1');
   // The pods that hold the node's resources for the kubelet's admission: those it runs already
   // (recorded and still in the runtime), read once, and those admitted in this run, in the order

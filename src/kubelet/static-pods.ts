@@ -25,6 +25,7 @@ import { readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
+import { snapshotPodObjects } from './pod-objects.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
 import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, shouldRestart, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
@@ -35,7 +36,7 @@ import { runInContainer } from './container-exec.js';
 import { ProbeManager, probedPod } from './prober.js';
 import { TimerWheel } from './node/timer-wheel.js';
 
-export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
+export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets'> {
   readonly manifestDir: string;
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
@@ -147,7 +148,7 @@ export class StaticPodSyncLoop {
     const started: string[] = [];
     const restarted: string[] = [];
     const deleted: string[] = [];
-    const workerOptions: PodWorkerOptions = { ...this.options, configMaps: cluster.configMaps };
+    const workerOptions: PodWorkerOptions = { ...this.options, ...snapshotPodObjects(cluster) };
     const key = (pod: V1Pod) => `${pod.metadata!.namespace}/${pod.metadata!.name}`;
 
     const onNode = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));

@@ -53,7 +53,7 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
   });
 
   it('starts nothing when the cluster manifests are broken', async () => {
-    await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\n');
+    await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: s }\n');
     const err = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-pod-level.yaml')], {
       cluster: new DirectoryClusterSource(fx.dir),
       user: requestingUser('alice'),

@@ -38,6 +38,7 @@ import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
 import { activePods, admitPodOnNode, type AdmissionNode } from '../kubelet-admission.js';
 import { runInContainer } from '../container-exec.js';
+import { apiPodObjects } from '../pod-objects.js';
 import { ProbeManager, probedPod } from '../prober.js';
 import { TimerWheel } from './timer-wheel.js';
 
@@ -365,6 +366,9 @@ export class PodController implements PodHandler {
       nodeName: this.options.nodeName,
       nodeCpuCount: this.options.nodeCpuCount,
       configMaps,
+      // RuntimeClasses and pull secrets through the API as the node (the Node authorizer lets a
+      // node read the secrets its pods name).
+      ...apiPodObjects((path) => this.api.get(path), isNotFound),
       callTimeoutMs: this.options.callTimeoutMs,
       ...(this.options.imagePulls === undefined ? {} : { imagePulls: this.options.imagePulls }),
     };
