@@ -35,6 +35,7 @@ import { activePods, admitPodOnNode, standaloneNode, type AdmissionNode } from '
 import { runInContainer } from './container-exec.js';
 import { ProbeManager, probedPod } from './prober.js';
 import { TimerWheel } from './node/timer-wheel.js';
+import { GarbageCollector, type GarbageCollectorOptions } from './gc/garbage-collector.js';
 
 export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets'> {
   readonly manifestDir: string;
@@ -57,6 +58,8 @@ export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps' | 
   readonly now?: () => number;
   /** The Node the kubelet's admission reads; default: this node's name with node mode's default capacity. */
   readonly node?: AdmissionNode;
+  /** run(): container and image garbage collection, its node events logged by `onNodeEvent`. */
+  readonly garbageCollection?: GarbageCollectorOptions;
 }
 
 export interface StaticPodRow {
@@ -448,6 +451,8 @@ export class StaticPodSyncLoop {
       throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`, { cause: err });
     }
     const events = this.subscribeContainerEvents(debounced, onPass);
+    const gc = this.options.garbageCollection === undefined ? undefined : new GarbageCollector(this.cri, { callTimeoutMs: this.options.callTimeoutMs ?? 30_000, ...this.options.garbageCollection });
+    gc?.start();
     const wheel = new TimerWheel();
     this.probes = new ProbeManager({
       scheduler: wheel,
@@ -495,6 +500,7 @@ export class StaticPodSyncLoop {
       clearTimeout(debounce);
       watcher.close();
       events.cancel();
+      await gc?.stop();
       this.probes.stop();
       this.probes = undefined;
       wheel.stop();
