@@ -1,6 +1,6 @@
 /**
  * The cluster objects admission needs (Namespaces, ServiceAccounts, ConfigMaps,
- * GMSACredentialSpecs, RBAC), read either from a directory of ordinary manifests or from a real API
+ * GMSACredentialSpecs, RBAC, and the Secrets and RuntimeClasses the kubelet reads), read either from a directory of ordinary manifests or from a real API
  * server through a kubeconfig. Both produce the same immutable snapshot; everything downstream is
  * pure logic over that snapshot.
  */
