@@ -298,6 +298,46 @@ describe('node mode against a real control plane', function () {
     expect(ps.items).to.deep.equal([]);
   });
 
+  // The kubelet reads the RuntimeClass through the API as the node (runtimeclass_manager.go v1.34)
+  // and sends its handler to RunPodSandbox; a handler the runtime has not configured is the
+  // runtime's refusal, reported as FailedCreatePodSandBox "Failed to create pod sandbox: …".
+  it('sends the RuntimeClass handler read from the API server to RunPodSandbox', async () => {
+    await cp.apply({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'sim-unknown' }, handler: 'sim-unknown-handler' });
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'rc-pod', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', runtimeClassName: 'sim-unknown', containers: [{ name: 'app', image: SERVERCORE }] },
+    });
+    const message = await until('the FailedCreatePodSandBox event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=rc-pod,reason=FailedCreatePodSandBox', '-o', 'custom-columns=MESSAGE:.message', '--no-headers']);
+      return out.trim() === '' ? undefined : out.trim();
+    });
+    expect(message).to.match(/^Failed to create pod sandbox: rpc error: code = \w+ desc = .*sim-unknown-handler/);
+  });
+
+  // predicate.go v1.34 InsufficientResourceError, reason OutOfcpu, against the node's allocatable
+  // (--cpu 4 by default: 4000 millicores).
+  it('refuses a pod that asks for more cpu than the node has: OutOfcpu, with a Warning event', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'too-big', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', containers: [{ name: 'app', image: SERVERCORE, resources: { requests: { cpu: '64' } } }] },
+    });
+    const pod = await until('too-big Failed', 30_000, async () => {
+      const p = await podJson('too-big');
+      return p.status.phase === 'Failed' ? p : undefined;
+    });
+    expect(pod.status.reason).to.equal('OutOfcpu');
+    expect(pod.status.message).to.match(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: \d+, capacity: 4000$/);
+    const events = await until('the OutOfcpu event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=too-big,reason=OutOfcpu', '-o', 'custom-columns=TYPE:.type,SOURCE:.source.component', '--no-headers']);
+      return out.trim() === '' ? undefined : out;
+    });
+    expect(events).to.match(/^Warning\s+kubelet$/m);
+  });
+
   it('kubectl delete stops the containers gracefully and the pod goes away (Killing event, no runtime leftovers)', async () => {
     const uid = (await podJson('webapp')).metadata.uid as string;
     const deleted = await cp.kubectl(['delete', 'pod', 'webapp', '--timeout', '60s'], { timeoutMs: 70_000 });
