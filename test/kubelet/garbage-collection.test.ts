@@ -18,6 +18,7 @@ import {
 import type { PodEvent } from '../../src/kubelet/pod-worker.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { waitUntil } from '../support/wait.js';
+import { useScriptedRuntime } from './support/scripted-runtime.js';
 
 const dead = (id: string, podUid: string, name: string, createdAtMs: number, extra: Partial<GcContainer> = {}): GcContainer => ({ id, podUid, name, sandboxId: `sb-${podUid}`, running: false, unknown: false, createdAtMs, ...extra });
 const ids = (list: readonly { id: string }[]): string[] => list.map((c) => c.id).sort();
@@ -88,6 +89,39 @@ describe('image GC decisions (image_gc_manager.go v1.34)', () => {
 
   it('a capacity of 0 is invalid', () => {
     expect(imagesToRemove(records, inUse, { capacityBytes: 0, availableBytes: 0 }, defaultImageGcPolicy, now)).to.deep.equal({ kind: 'invalid-capacity', message: 'invalid capacity 0 on image filesystem' });
+  });
+});
+
+describe('garbage collector periods and events (kubelet.go StartGarbageCollection v1.34)', () => {
+  const fx = useScriptedRuntime('winsim-gc-');
+
+  it('runs on its periods; ImageGCFailed only for a repeated image failure; nothing after stop', async () => {
+    // A manual scheduler: the test fires each period itself.
+    const due: { fn: () => void; delayMs: number }[] = [];
+    const scheduler = { schedule: (fn: () => void, delayMs: number) => (due.push({ fn, delayMs }), { cancel: () => undefined }) };
+    const events: PodEvent[] = [];
+    const gc = new GarbageCollector(fx.cri, { imageFsCapacityBytes: 1000, scheduler, onNodeEvent: (e) => events.push(e) });
+    gc.start();
+    expect(due.map((d) => d.delayMs)).to.deep.equal([60_000, 300_000]);
+    const fire = async (delayMs: number): Promise<void> => {
+      const i = due.findIndex((d) => d.delayMs === delayMs);
+      due.splice(i, 1)[0]!.fn();
+      await waitUntil('the next period scheduled', () => due.some((d) => d.delayMs === delayMs), 5000);
+    };
+    // The scripted runtime has no ImageFsInfo: each image collection fails.
+    await fire(300_000);
+    expect(events).to.deep.equal([]);
+    await fire(300_000);
+    expect(events.map((e) => e.reason)).to.deep.equal(['ImageGCFailed']);
+    expect(events[0]!.message).to.match(/^rpc error: code = Unimplemented desc = /);
+    await fire(60_000);
+    expect(fx.runtime.calls.filter((c) => c === 'ListContainers').length).to.be.greaterThan(0);
+    await gc.stop();
+    const before = due.length;
+    for (const d of due.splice(0)) d.fn();
+    await gc.stop();
+    expect(before).to.equal(2);
+    expect(due).to.deep.equal([]);
   });
 });
 

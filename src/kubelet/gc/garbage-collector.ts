@@ -39,7 +39,18 @@ export interface GarbageCollectorOptions {
   readonly onNodeEvent?: (event: PodEvent) => void;
   /** Milliseconds clock, replaceable in tests. */
   readonly now?: () => number;
+  /** Where the periods are timed (node mode: the process's timer wheel); default: its own timers. */
+  readonly scheduler?: { schedule(fn: () => void, delayMs: number): { cancel(): void } };
 }
+
+/** setTimeout as a scheduler; unref'd, so a collection never keeps a process alive. */
+const timeoutScheduler = {
+  schedule(fn: () => void, delayMs: number): { cancel(): void } {
+    const timer = setTimeout(fn, delayMs);
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
 
 const nanosToMs = (ns: string | number): number => Number(BigInt(ns) / 1_000_000n);
 const ContainerRunning = 1;
@@ -49,7 +60,8 @@ const SandboxReady = 0;
 export class GarbageCollector {
   /** imageRecords: first seen and last used, by image id; kept between collections. */
   private readonly records = new Map<string, { firstDetectedMs: number; lastUsedMs: number }>();
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly tasks = new Map<string, { cancel(): void }>();
+  private stopped = false;
   private imageFailedBefore = false;
   private running: Promise<unknown> = Promise.resolve();
 
@@ -72,13 +84,21 @@ export class GarbageCollector {
 
   /** Starts both periodic collections (the first of each after one period, as wait.Until's jitterless loop). */
   start(): void {
+    const scheduler = this.options.scheduler ?? timeoutScheduler;
     const every = (ms: number, run: () => Promise<unknown>): void => {
-      const timer = setInterval(() => {
-        // One collection at a time: a slow one is not overtaken by the next tick.
-        this.running = this.running.then(run, run);
-      }, ms);
-      timer.unref();
-      this.timers.push(timer);
+      const name = `${ms}:${this.tasks.size}`;
+      const next = (): void => {
+        if (this.stopped) return;
+        this.tasks.set(
+          name,
+          scheduler.schedule(() => {
+            if (this.stopped) return;
+            // One collection at a time: a slow one is not overtaken by the next period.
+            this.running = this.running.then(run, run).then(next);
+          }, ms),
+        );
+      };
+      next();
     };
     every(this.options.containerPeriodMs ?? 60_000, () => this.collectContainers().catch((err: unknown) => this.event('ContainerGCFailed', errorText(err))));
     const policy = this.options.imagePolicy ?? defaultImageGcPolicy;
@@ -99,8 +119,9 @@ export class GarbageCollector {
 
   /** Stops the timers and waits for a collection under way. */
   async stop(): Promise<void> {
-    for (const t of this.timers) clearInterval(t);
-    this.timers.length = 0;
+    this.stopped = true;
+    for (const task of this.tasks.values()) task.cancel();
+    this.tasks.clear();
     await this.running.catch(() => undefined);
   }
 

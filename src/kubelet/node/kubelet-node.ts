@@ -63,7 +63,16 @@ export class KubeletNode {
     options.nodeWatch.subscribe(options.identity.name, () => this.nodeController.nodeDeleted());
     // GC events are about the node (the kubelet's nodeRef).
     const recorder = new EventRecorder(events, options.identity.name, logger);
-    this.gc = options.garbageCollection === undefined ? undefined : new GarbageCollector(options.cri, { callTimeoutMs: options.callTimeoutMs, ...options.garbageCollection, onNodeEvent: (e) => recorder.recordForNode([e]) });
+    this.gc =
+      options.garbageCollection === undefined
+        ? undefined
+        : new GarbageCollector(options.cri, {
+            callTimeoutMs: options.callTimeoutMs,
+            ...options.garbageCollection,
+            onNodeEvent: (e) => recorder.recordForNode([e]),
+            // Every node's collections on the process's one timer wheel.
+            ...(options.nodeController?.wheel === undefined ? {} : { scheduler: options.nodeController.wheel }),
+          });
   }
 
   get name(): string {
