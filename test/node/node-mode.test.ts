@@ -316,6 +316,23 @@ describe('node mode against a real control plane', function () {
     expect(message).to.match(/^Failed to create pod sandbox: rpc error: code = \w+ desc = .*sim-unknown-handler/);
   });
 
+  // getPullSecretsForPod (kubelet_pods.go v1.34): a pull secret the node cannot read is named in a
+  // Warning event and the pull goes on without it.
+  it('names an imagePullSecret it cannot read: FailedToRetrieveImagePullSecret, and still runs the pod', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'no-regcred', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', imagePullSecrets: [{ name: 'regcred-missing' }], containers: [{ name: 'app', image: SERVERCORE, imagePullPolicy: 'Always', command: ['ping', '-t', 'localhost'] }] },
+    });
+    const event = await until('the FailedToRetrieveImagePullSecret event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=no-regcred,reason=FailedToRetrieveImagePullSecret', '-o', 'custom-columns=TYPE:.type,MESSAGE:.message', '--no-headers']);
+      return out.trim() === '' ? undefined : out.trim();
+    });
+    expect(event).to.equal('Warning   Unable to retrieve some image pull secrets (regcred-missing); attempting to pull the image may not succeed.');
+    await until('no-regcred Running', 30_000, async () => ((await podJson('no-regcred')).status.phase === 'Running' ? true : undefined));
+  });
+
   // predicate.go v1.34 InsufficientResourceError, reason OutOfcpu, against the node's allocatable
   // (--cpu 4 by default: 4000 millicores).
   it('refuses a pod that asks for more cpu than the node has: OutOfcpu, with a Warning event', async () => {
