@@ -8,7 +8,8 @@ import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { runPodOnce, type PodWorkerOptions } from '../../src/kubelet/pod-worker.js';
 import { DockerKeyring, imageRepository } from '../../src/kubelet/image-pull-credentials.js';
 import { goJsonSyntaxError } from '../../src/kubelet/go-json-errors.js';
-import { compareCredSpecContents } from '../../src/kubelet/admission.js';
+import { admitPod, compareCredSpecContents } from '../../src/kubelet/admission.js';
+import { requestingUser } from '../../src/kubelet/rbac.js';
 import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
 import { snapshotPodObjects } from '../../src/kubelet/pod-objects.js';
 import { useScriptedRuntime } from './support/scripted-runtime.js';
@@ -107,6 +108,23 @@ describe('RuntimeClass and imagePullSecrets through the pod worker', () => {
   const options = (): PodWorkerOptions => ({ podLogsRoot: join(fx.dir, 'pods'), pollIntervalMs: 5, callTimeoutMs: 5000, ...snapshotPodObjects(cluster) });
   const container = (image = 'nano:ltsc2022'): V1Container => ({ name: 'a', image });
   const pod = (spec: Partial<V1Pod['spec']> = {}): V1Pod => ({ metadata: { name: 'web', namespace: 'apps', uid: 'uid-1' }, spec: { containers: [container()], ...spec } });
+
+  // plugin/pkg/admission/runtimeclass/admission.go v1.34, as `kubelet run` runs the API server's plugins.
+  it("the API server's RuntimeClass plugin: a missing class is forbidden; podFixed becomes the overhead", () => {
+    const withOverhead = snapshotFromDocuments([
+      { source: { file: 'c.yaml', document: 1 }, value: { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'hyperv' }, handler: 'runhcs-wcow-hypervisor', overhead: { podFixed: { cpu: '250m', memory: '120Mi' } } } },
+      { source: { file: 'c.yaml', document: 2 }, value: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'apps' } } },
+    ]);
+    const context = { cluster: withOverhead, user: requestingUser('alice') };
+    const missing = admitPod(pod({ runtimeClassName: 'gvisor' }), context);
+    expect(missing.allowed ? '' : `${missing.error.code} ${missing.error.message}`).to.equal('403 pods "web" is forbidden: pod rejected: RuntimeClass "gvisor" not found');
+    const admitted = admitPod(pod({ runtimeClassName: 'hyperv' }), context);
+    expect(admitted.allowed ? admitted.pod.spec?.overhead : undefined).to.deep.equal({ cpu: '250m', memory: '120Mi' });
+    const same = admitPod(pod({ runtimeClassName: 'hyperv', overhead: { cpu: '0.25', memory: '120Mi' } }), context);
+    expect(same.allowed).to.equal(true);
+    const other = admitPod(pod({ runtimeClassName: 'hyperv', overhead: { cpu: '1' } }), context);
+    expect(other.allowed ? '' : other.error.message).to.equal(`pods "web" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead`);
+  });
 
   it('sends the RuntimeClass handler as runtime_handler; none without a runtimeClassName', async () => {
     await runPodOnce(fx.cri, pod({ runtimeClassName: 'hyperv' }), options());
