@@ -9,6 +9,7 @@ import { standaloneNode, type AdmissionNode } from '../kubelet/kubelet-admission
 import { resourceAmount } from '../kubelet/resource-requests.js';
 import { UsageError, durationFlag, integerFlag } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
+import { parseNodeLabels, parseTaints } from './node.js';
 
 export interface GcFlagValues {
   maximumDeadContainersPerContainer: string;
@@ -56,17 +57,23 @@ interface CapacityFlagValues {
   memory: string;
   ephemeralStorage: string;
   maxPods: string;
+  nodeLabels?: string;
+  registerWithTaints?: string;
 }
 
-/** The Node of `kubelet run` and the static-pod loop: its name and the capacity flags node mode reports. */
+/**
+ * The Node of `kubelet run` and the static-pod loop: its name, the capacity flags node mode
+ * reports, and --node-labels / --register-with-taints as node mode registers them.
+ */
 export function standaloneNodeOf(command: Command, name: string): AdmissionNode {
   const flags = command.optsWithGlobals<CapacityFlagValues & Record<string, unknown>>();
-  return standaloneNode(name, {
+  const node = standaloneNode(name, {
     cpu: flags.cpu ?? '4',
     memory: flags.memory ?? '16Gi',
     ephemeralStorage: flags.ephemeralStorage ?? '100Gi',
     maxPods: integerFlag('--max-pods', flags.maxPods ?? '110', { min: 1 }),
   });
+  return { ...node, labels: { ...node.labels, ...parseNodeLabels(flags.nodeLabels) }, taints: parseTaints(flags.registerWithTaints) };
 }
 
 /** The GC options of a command's flags (its own and its parent's). */

@@ -3,7 +3,8 @@
 // pkg/kubelet/apis/config/validation/validation.go.
 import { expect } from 'chai';
 import { Command } from 'commander';
-import { addGcFlags, gcOptions, type GcFlagValues } from '../../src/commands/gc-flags.js';
+import { addGcFlags, gcOptions, standaloneNodeOf, type GcFlagValues } from '../../src/commands/gc-flags.js';
+import { nodeModeOptions } from '../../src/commands/node.js';
 
 function parse(args: string[]): GcFlagValues {
   const command = new Command('kubelet').exitOverride();
@@ -33,4 +34,16 @@ describe('garbage-collection flags', () => {
     [['--image-gc-low-threshold', '85'], 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85'],
   ];
   for (const [args, text] of invalid) it(`refuses ${args.join(' ')}`, () => expect(() => gcOptions(parse(args), '100Gi')).to.throw(text));
+});
+
+describe('the node of kubelet run and static pods', () => {
+  it('takes the capacity, --node-labels and --register-with-taints flags node mode has', () => {
+    const command = nodeModeOptions(new Command('kubelet').exitOverride());
+    command.parse(['--cpu', '2', '--max-pods', '5', '--node-labels', 'node.kubernetes.io/windows-build=10.0.20348', '--register-with-taints', 'gmsa=only:NoExecute'], { from: 'user' });
+    const node = standaloneNodeOf(command, 'winnode1');
+    expect(node.allocatable['cpu']).to.equal('2');
+    expect(node.allocatable['pods']).to.equal('5');
+    expect(node.labels).to.include({ 'kubernetes.io/os': 'windows', 'node.kubernetes.io/windows-build': '10.0.20348' });
+    expect(node.taints).to.deep.equal([{ key: 'gmsa', value: 'only', effect: 'NoExecute' }]);
+  });
 });
