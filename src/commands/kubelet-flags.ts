@@ -55,7 +55,7 @@ export function addNodeFlags(command: Command): Command {
 
 export function addClusterFlags(command: Command): Command {
   return command
-    .option('--cluster <dir>', 'directory of cluster manifests (Namespaces, ServiceAccounts, ConfigMaps, GMSACredentialSpecs, RBAC)')
+    .option('--cluster <dir>', 'directory of cluster manifests (Namespaces, ServiceAccounts, ConfigMaps, Secrets, GMSACredentialSpecs, RuntimeClasses, RBAC)')
     .option('--kubeconfig <file>', 'read the cluster objects from the API server of this kubeconfig instead')
     .option('--context <name>', 'the kubeconfig context to use')
     .option('--as <user>', 'the requesting user admission sees (default: kubernetes-admin, in system:masters)')

@@ -43,6 +43,7 @@ import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kube
 import { connectRuntime, withRuntime } from './kubelet-runtime.js';
 import { nodeModeOptions, runNodeKubelet, type NodeModeOptions } from './node.js';
 import { kubeletStreamingCommands } from './kubelet-streaming.js';
+import { commandGcOptions, standaloneNodeOf } from './gc-flags.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const io = {
@@ -135,6 +136,7 @@ export async function kubeletRun(files: string[], flags: RunFlags, command: Comm
         nodeName: settings.hostname,
         callTimeoutMs: settings.callTimeoutMs,
         records,
+        node: standaloneNodeOf(command, settings.hostname),
         podWorkers: workers,
         manifests: { fieldValidation: fieldValidation(flags.validate), onWarning: (warning) => writeError(`Warning: ${warning}`) },
       });
@@ -327,6 +329,8 @@ export async function kubeletSyncLoop(flags: SyncFlags, command: Command): Promi
         nodeName: settings.hostname,
         callTimeoutMs: settings.callTimeoutMs,
         records: new PodRecordStore(settings.rootDir),
+        node: standaloneNodeOf(command, settings.hostname),
+        garbageCollection: { ...commandGcOptions(command), onNodeEvent: (e) => logger.warn({ node: settings.hostname, reason: e.reason }, e.message) },
       });
       let lastTable = '';
       const reported = new Set<string>();

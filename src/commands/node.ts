@@ -10,6 +10,7 @@
  * FILE --hostname-override NAME --container-runtime-endpoint E`): runNodeKubelets() below.
  * Flag names are the real kubelet's wherever it has one.
  */
+import { addGcFlags, gcOptions, type GcFlagValues } from './gc-flags.js';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -35,7 +36,7 @@ import { DEFAULT_OS_BUILD } from '../runtime/windows/default-node.js';
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 export const NODE_READY_MESSAGE = 'cri-winsim node ready';
 
-export interface NodeModeOptions {
+export interface NodeModeOptions extends GcFlagValues {
   kubeconfig?: string;
   inCluster?: boolean;
   context?: string;
@@ -256,6 +257,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         logger,
         nodeController: { statusUpdateMs, wheel },
         limits,
+        garbageCollection: gcOptions(options, plan.identity.ephemeralStorage),
       });
       kubelets.push(kubelet);
     }
@@ -465,7 +467,8 @@ export function nodeModeOptions(command: Command): Command {
   add('--event-burst <n>', "each node's event posts in a burst", '100');
   add('--cpu <n>', 'cpu capacity reported (cri-winsim flag)', '4');
   add('--memory <quantity>', 'memory capacity reported (cri-winsim flag)', '16Gi');
-  add('--ephemeral-storage <quantity>', 'ephemeral-storage capacity reported (cri-winsim flag)', '100Gi');
+  add('--ephemeral-storage <quantity>', 'ephemeral-storage capacity reported, and the size of the simulated image filesystem (cri-winsim flag)', '100Gi');
+  addGcFlags(add);
   return command;
 }
 

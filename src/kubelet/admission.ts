@@ -27,6 +27,8 @@ import { findConfigMap, findGMSACredentialSpec, findServiceAccount, gmsaApiGroup
 import { formatFieldError, type FieldError } from './field-errors.js';
 import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
 import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
+import { goJsonParse } from './go-json-errors.js';
+import { admitRuntimeClass } from './runtime-class-admission.js';
 
 /** A refused admission: the HTTP status code the API server answers with and the message. */
 export class AdmissionError extends Error {
@@ -44,7 +46,7 @@ export class AdmissionError extends Error {
 }
 
 /** `validation`: the API server's field validation of the (mutated) object, between the two admission phases. */
-export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'GMSAAuthorizer' | 'gmsa-webhook' | 'validation';
+export type AdmissionStep = 'NamespaceLifecycle' | 'ServiceAccount' | 'RuntimeClass' | 'GMSAAuthorizer' | 'gmsa-webhook' | 'validation';
 
 /**
  * errors.NewInvalid (apimachinery v0.34.12 pkg/api/errors): `Pod "x" is invalid: <aggregate>`,
@@ -115,9 +117,9 @@ export function goJsonMarshal(value: unknown): string {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** json.Unmarshal into map[string]interface{}: anything but an object is an error. */
+/** json.Unmarshal into map[string]interface{}: Go's syntax errors; anything but an object is an error. */
 function parseJsonObject(text: string): { [key: string]: Json } {
-  const value = JSON.parse(text) as Json;
+  const value = goJsonParse(text) as Json;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
     throw new Error(`json: cannot unmarshal ${kind} into Go value of type map[string]interface {}`);
@@ -448,6 +450,10 @@ export function admitPod(pod: V1Pod, context: AdmissionContext): AdmissionResult
   try {
     checkNamespace(namespace, context.cluster);
     let admitted = admitServiceAccount(pod, namespace, context.cluster);
+    // The RuntimeClass plugin runs after ServiceAccount, before the mutating webhooks.
+    const runtimeClass = admitRuntimeClass(admitted, context.cluster);
+    if ('forbidden' in runtimeClass) throw new AdmissionError(http.forbidden, `pods ${JSON.stringify(pod.metadata?.name ?? '')} is forbidden: ${runtimeClass.forbidden}`, 'RuntimeClass');
+    admitted = runtimeClass.pod;
     switch (context.design ?? defaultGmsaDesign) {
       case 'webhook':
         admitted = mutateGmsaWebhook(admitted, context.cluster, {

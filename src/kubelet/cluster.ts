@@ -1,6 +1,6 @@
 /**
  * The cluster objects admission needs (Namespaces, ServiceAccounts, ConfigMaps,
- * GMSACredentialSpecs, RBAC), read either from a directory of ordinary manifests or from a real API
+ * GMSACredentialSpecs, RBAC, and the Secrets and RuntimeClasses the kubelet reads), read either from a directory of ordinary manifests or from a real API
  * server through a kubeconfig. Both produce the same immutable snapshot; everything downstream is
  * pure logic over that snapshot.
  */
@@ -14,10 +14,12 @@ import type {
   V1ObjectMeta,
   V1Role,
   V1RoleBinding,
+  V1Secret,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { invalid, notFoundValue, notSupported, required, duplicate, type FieldError } from './field-errors.js';
 import { checkShape, ManifestError, ManifestErrors, normaliseMetadata, parseDocuments, type ManifestSource, type ParsedDocument } from './manifests.js';
+import { runtimeClassApiVersion, type RuntimeClass } from './runtime-class.js';
 
 /** The windows-gmsa CRD: cluster-scoped, group windows.k8s.io, `credspec` holds the document. */
 export interface GMSACredentialSpec {
@@ -40,6 +42,10 @@ export interface ClusterObjects {
   readonly clusterRoles: readonly V1ClusterRole[];
   readonly roleBindings: readonly V1RoleBinding[];
   readonly clusterRoleBindings: readonly V1ClusterRoleBinding[];
+  /** Registry credentials for imagePullSecrets (the kubelet reads them; admission never does). */
+  readonly secrets: readonly V1Secret[];
+  /** node.k8s.io RuntimeClasses: spec.runtimeClassName → RunPodSandbox's runtime handler. */
+  readonly runtimeClasses: readonly RuntimeClass[];
 }
 
 /**
@@ -74,7 +80,7 @@ export interface ClusterSource {
 }
 
 export function emptyCluster(): ClusterSnapshot {
-  return clusterSnapshot({ namespaces: [], serviceAccounts: [], configMaps: [], gmsaCredentialSpecs: [], roles: [], clusterRoles: [], roleBindings: [], clusterRoleBindings: [] });
+  return clusterSnapshot({ namespaces: [], serviceAccounts: [], configMaps: [], gmsaCredentialSpecs: [], roles: [], clusterRoles: [], roleBindings: [], clusterRoleBindings: [], secrets: [], runtimeClasses: [] });
 }
 
 /** Namespaces every cluster has, so manifests need not declare them. */
@@ -86,20 +92,25 @@ export const findServiceAccount = (c: ClusterSnapshot, namespace: string, name: 
   c.serviceAccounts.find((s) => s.metadata?.namespace === namespace && s.metadata?.name === name);
 export const findGMSACredentialSpec = (c: ClusterSnapshot, name: string): GMSACredentialSpec | undefined =>
   c.gmsaCredentialSpecs.find((g) => g.metadata.name === name);
+export const findSecret = (c: ClusterSnapshot, namespace: string, name: string): V1Secret | undefined =>
+  c.secrets.find((s) => s.metadata?.namespace === namespace && s.metadata?.name === name);
+export const findRuntimeClass = (c: ClusterSnapshot, name: string): RuntimeClass | undefined => c.runtimeClasses.find((r) => r.metadata.name === name);
 export const namespaceExists = (c: ClusterSnapshot, name: string): boolean =>
   builtInNamespaces.includes(name) || c.namespaces.some((n) => n.metadata?.name === name);
 
 // ---- building a snapshot from manifest documents ----
 
-type Kind = 'Namespace' | 'ServiceAccount' | 'ConfigMap' | 'GMSACredentialSpec' | 'Role' | 'ClusterRole' | 'RoleBinding' | 'ClusterRoleBinding';
-const clusterKinds: readonly Kind[] = ['Namespace', 'ServiceAccount', 'ConfigMap', 'GMSACredentialSpec', 'Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'];
-const namespaced: ReadonlySet<Kind> = new Set<Kind>(['ServiceAccount', 'ConfigMap', 'Role', 'RoleBinding']);
+type Kind = 'Namespace' | 'ServiceAccount' | 'ConfigMap' | 'Secret' | 'GMSACredentialSpec' | 'RuntimeClass' | 'Role' | 'ClusterRole' | 'RoleBinding' | 'ClusterRoleBinding';
+const clusterKinds: readonly Kind[] = ['Namespace', 'ServiceAccount', 'ConfigMap', 'Secret', 'GMSACredentialSpec', 'RuntimeClass', 'Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'];
+const namespaced: ReadonlySet<Kind> = new Set<Kind>(['ServiceAccount', 'ConfigMap', 'Secret', 'Role', 'RoleBinding']);
 const rbacApiVersion = 'rbac.authorization.k8s.io/v1';
 const apiVersions: Record<Kind, readonly string[]> = {
   Namespace: ['v1'],
   ServiceAccount: ['v1'],
   ConfigMap: ['v1'],
+  Secret: ['v1'],
   GMSACredentialSpec: gmsaApiVersions,
+  RuntimeClass: [runtimeClassApiVersion],
   Role: [rbacApiVersion],
   ClusterRole: [rbacApiVersion],
   RoleBinding: [rbacApiVersion],
@@ -150,6 +161,21 @@ function validateObject(kind: Kind, object: Record<string, unknown>): FieldError
   }
   if (kind === 'ConfigMap') {
     errs.push(...checkShape(object['data'], { stringMap: true }, 'data'));
+  }
+  if (kind === 'Secret') {
+    errs.push(...checkShape(object['data'], { stringMap: true }, 'data'), ...checkShape(object['stringData'], { stringMap: true }, 'stringData'));
+    for (const [key, value] of Object.entries((object['data'] ?? {}) as Record<string, unknown>)) {
+      // Our own text (the API server's decoder says "illegal base64 data at input byte N"); the value is never echoed.
+      if (typeof value === 'string' && !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) errs.push(invalid(`data[${key}]`, '<secret data>', 'must be base64-encoded'));
+    }
+  }
+  if (kind === 'RuntimeClass') {
+    // ValidateRuntimeClass: the handler is a DNS-1123 label.
+    const handler = object['handler'];
+    if (handler === undefined || handler === '') errs.push(required('handler'));
+    else if (typeof handler !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(handler) || handler.length > 63) {
+      errs.push(invalid('handler', handler, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"));
+    }
   }
   if (kind === 'GMSACredentialSpec') {
     const credspec = object['credspec'];
@@ -240,6 +266,12 @@ export function snapshotFromDocuments(documents: readonly ParsedDocument[]): Clu
     clusterRoles: of<V1ClusterRole>('ClusterRole'),
     roleBindings: of<V1RoleBinding>('RoleBinding'),
     clusterRoleBindings: of<V1ClusterRoleBinding>('ClusterRoleBinding'),
+    // stringData is folded into data on write, as the API server does.
+    secrets: of<V1Secret & { stringData?: Record<string, string> }>('Secret').map(({ stringData, ...secret }) => ({
+      ...secret,
+      data: { ...(secret.data ?? {}), ...Object.fromEntries(Object.entries(stringData ?? {}).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')])) },
+    })),
+    runtimeClasses: of<RuntimeClass>('RuntimeClass'),
   });
 }
 
@@ -347,7 +379,16 @@ export class KubeconfigClusterSource implements ClusterSource {
       }
       return [];
     };
-    const [namespaces, serviceAccounts, configMaps, roles, clusterRoles, roleBindings, clusterRoleBindings, gmsaCredentialSpecs] = await Promise.all([
+    const runtimeClassList = async (): Promise<RuntimeClass[]> => {
+      try {
+        const list = (await custom.listClusterCustomObject({ group: 'node.k8s.io', version: 'v1', plural: 'runtimeclasses' })) as { items?: RuntimeClass[] };
+        return list.items ?? [];
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return [];
+        throw new Error(`${this.description}: listing runtimeclasses: ${(err as Error).message}`, { cause: err });
+      }
+    };
+    const [namespaces, serviceAccounts, configMaps, roles, clusterRoles, roleBindings, clusterRoleBindings, gmsaCredentialSpecs, secrets, runtimeClasses] = await Promise.all([
       listing('namespaces', () => core.listNamespace()),
       listing('serviceaccounts', () => core.listServiceAccountForAllNamespaces()),
       listing('configmaps', () => core.listConfigMapForAllNamespaces()),
@@ -356,7 +397,11 @@ export class KubeconfigClusterSource implements ClusterSource {
       listing('rolebindings', () => rbac.listRoleBindingForAllNamespaces()),
       listing('clusterrolebindings', () => rbac.listClusterRoleBinding()),
       gmsa(),
+      // Only pull secrets: the kubelet reads no other kind, and their values stay in this snapshot.
+      listing('secrets', () => core.listSecretForAllNamespaces()),
+      runtimeClassList(),
     ]);
-    return clusterSnapshot({ namespaces, serviceAccounts, configMaps, gmsaCredentialSpecs, roles, clusterRoles, roleBindings, clusterRoleBindings });
+    const pullSecrets = secrets.filter((s) => s.type === 'kubernetes.io/dockerconfigjson' || s.type === 'kubernetes.io/dockercfg');
+    return clusterSnapshot({ namespaces, serviceAccounts, configMaps, gmsaCredentialSpecs, roles, clusterRoles, roleBindings, clusterRoleBindings, secrets: pullSecrets, runtimeClasses });
   }
 }

@@ -9,11 +9,14 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
 import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
 import type { NodeContainer, NodePod } from './node-pods.js';
+import { podKeyring, pullWithCredentials, PullErrors } from './image-pull.js';
+import type { DockerKeyring } from './image-pull-credentials.js';
+import { lookupRuntimeHandler, type RuntimeClass } from './runtime-class.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export type ContainerKind = 'init' | 'regular';
@@ -59,11 +62,21 @@ export interface PodWorkerOptions {
   readonly initContainerTimeoutMs?: number;
   /** Interval of ContainerStatus polls while an init container runs. */
   readonly pollIntervalMs?: number;
+  /** The runtime handler of a pod without a runtimeClassName lookup (runtimeClasses unset). */
   readonly runtimeHandler?: string;
+  /** Where the pod's RuntimeClass is read (cluster directory or API server): spec.runtimeClassName → handler. */
+  readonly runtimeClasses?: (name: string) => Promise<RuntimeClass | undefined> | RuntimeClass | undefined;
+  /** The pod's imagePullSecrets as read (cluster directory or API server); `missing`: names not found. */
+  readonly pullSecrets?: (pod: V1Pod) => Promise<PullSecrets> | PullSecrets;
   /** The image pulls of the run this pass belongs to, shared by pods started in parallel. */
   readonly imagePulls?: ImagePulls;
   /** This pod's turn to send RunPodSandbox, when pods of one run must send theirs in order. */
   readonly sandboxTurn?: Turn;
+}
+
+export interface PullSecrets {
+  readonly secrets: readonly V1Secret[];
+  readonly missing: readonly string[];
 }
 
 /** One pod's place in an ordered sequence: take() waits for the earlier pods, release() lets the next go. */
@@ -259,11 +272,12 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
     sandboxConfig = buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot, attempt: 0 });
     // The kubelet creates the pod's log directory before asking for the sandbox.
     await mkdir(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
+    const runtimeHandler = options.runtimeClasses === undefined ? (options.runtimeHandler ?? '') : await lookupRuntimeHandler(pod, options.runtimeClasses);
     // Sent in turn: the runtime hands out pod IPs in the order sandboxes are asked for.
     await options.sandboxTurn?.take();
     // Twice the request timeout, as the kubelet's CRI client gives sandbox creation
     // (cri-client v0.34 pkg/remote_runtime.go RunPodSandbox: `r.timeout * 2`).
-    const sent = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: options.runtimeHandler ?? '' }, { timeoutMs: 2 * call.timeoutMs });
+    const sent = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig, runtime_handler: runtimeHandler }, { timeoutMs: 2 * call.timeoutMs });
     options.sandboxTurn?.release();
     sandboxId = (await sent).pod_sandbox_id;
   } catch (err) {
@@ -317,7 +331,7 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
   const call = { timeoutMs: options.callTimeoutMs ?? 30_000 };
   const event = (type: PodEvent['type'], reason: string, message: string) => ctx.events.push({ type, reason, message, container: container.name });
   try {
-    const image = await ensureImage(cri, container, sandboxConfig, call, event, options.imagePulls);
+    const image = await ensureImage(cri, container, sandboxConfig, call, event, options.imagePulls, () => podKeyring(pod, options, ctx.events));
     // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
     await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
     let config;
@@ -363,6 +377,7 @@ async function ensureImage(
   call: { timeoutMs: number },
   event: (type: PodEvent['type'], reason: string, message: string) => void,
   pulls: ImagePulls | undefined,
+  keyring: () => Promise<DockerKeyring>,
 ): Promise<{ ref: string; user: string }> {
   const image = container.image ?? '';
   const policy = effectivePullPolicy(container);
@@ -398,12 +413,10 @@ async function ensureImage(
   event('Normal', 'Pulling', `Pulling image ${JSON.stringify(image)}`);
   const began = Date.now();
   try {
-    // No deadline: the kubelet's CRI client pulls with a cancellable context only
-    // (cri-client v0.34 pkg/remote_image.go PullImage), however long a large image takes.
-    const pull = unaryCall(cri.image, 'PullImage', { image: { image }, sandbox_config: sandboxConfig }, { timeoutMs: Infinity });
+    const pull = pullWithCredentials(cri, image, sandboxConfig, keyring);
     await (pulls !== undefined && policy !== 'Always' ? pulls.track(image, pull) : pull);
   } catch (err) {
-    const message = `Failed to pull image ${JSON.stringify(image)}: ${grpcErrorString(err)}`;
+    const message = `Failed to pull image ${JSON.stringify(image)}: ${err instanceof PullErrors ? err.message : grpcErrorString(err)}`;
     event('Warning', 'Failed', message);
     throw new ContainerStartFailure('ErrImagePull', message);
   }

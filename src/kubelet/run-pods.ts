@@ -12,8 +12,9 @@ import type { CriClient } from '../cri/proto.js';
 import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
-import { admitPodOs } from './kubelet-admission.js';
+import { admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
+import { snapshotPodObjects } from './pod-objects.js';
 import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from './pod-update.js';
 import { syncPodUpdate } from './pod-update-sync.js';
@@ -36,7 +37,7 @@ export const defaultPodWorkers = 16;
 /** More pod workers than this only queue up behind one socket. */
 export const maxPodWorkers = 256;
 
-export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'imagePulls' | 'sandboxTurn'> {
+export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets' | 'imagePulls' | 'sandboxTurn'> {
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
   /** The cluster's GMSA design (`--gmsa-design`); the shipped webhook by default. */
@@ -50,6 +51,8 @@ export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'i
   readonly records?: PodRecordStore;
   /** Pods in their pass at the same time, 1 to maxPodWorkers (default defaultPodWorkers). */
   readonly podWorkers?: number;
+  /** The Node the kubelet's admission reads; default: this node's name with node mode's default capacity. */
+  readonly node?: AdmissionNode;
 }
 
 export async function runPods(cri: CriClient, files: readonly string[], options: RunPodsOptions): Promise<PodRunResult[]> {
@@ -81,7 +84,17 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     ...(options.uuid === undefined ? {} : { uuid: options.uuid }),
     ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
   };
-  const workerOptions: PodWorkerOptions = { ...options, configMaps: cluster.configMaps, imagePulls: new ImagePulls() };
+  const workerOptions: PodWorkerOptions = { ...options, ...snapshotPodObjects(cluster), imagePulls: new ImagePulls() };
+  const node = options.node ?? standaloneNode(options.nodeName ?? 'winnode1');
+  // The pods that hold the node's resources for the kubelet's admission: those it runs already
+  // (recorded and still in the runtime), read once, and those admitted in this run, in the order
+  // they were admitted (the kubelet admits one pod after another).
+  let running: Promise<V1Pod[]> | undefined;
+  const readRunning = async (): Promise<V1Pod[]> => {
+    const uids = new Set((await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).map((p) => p.uid));
+    return ((await options.records?.list()) ?? []).filter((r) => uids.has(r.pod.metadata?.uid ?? '')).map((r) => r.pod);
+  };
+  const admittedInRun: V1Pod[] = [];
 
   /** The UPDATE through the API server's steps; when accepted, the kubelet syncs the change. */
   const runUpdate = async (file: V1Pod, source: ManifestSource, record: PodRecord): Promise<Exclude<PodRunResult, { stage: 'manifest' }>> => {
@@ -122,9 +135,11 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       const admission = admitPod(pod, admissionContext);
       if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
-      // The kubelet's admit handlers (lifecycle/predicate.go): a pod for another OS is never run.
-      const rejection = admitPodOs(admission.pod);
+      // The kubelet's admit handlers (lifecycle/predicate.go): a pod the node cannot take is never run.
+      const others = await (running ??= readRunning());
+      const rejection = admitPodOnNode({ pod: admission.pod, otherPods: [...others, ...admittedInRun] }, node);
       if (rejection !== undefined) return { stage: 'rejected', pod: admission.pod, source, ...rejection, durationMs: durationMs() };
+      admittedInRun.push(admission.pod);
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });

@@ -25,17 +25,19 @@ import { readAlphaCredentialSpecs, type GmsaDesign } from './admission.js';
 import type { ClusterSource } from './cluster.js';
 import { buildPodSandboxConfig } from './cri-config.js';
 import { loadPodFiles, type PodManifestOptions } from './manifests.js';
+import { snapshotPodObjects } from './pod-objects.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodeContainer, type NodePod } from './node-pods.js';
 import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, shouldRestart, shouldStartContainer, startContainer, type ContainerKind, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
 import { containerRecords, mergeEvents, recordFirstSync, type ContainerRecord, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
 import { computePodStatus, nanosToTime, type ProbeStatus } from './pod-status.js';
 import type { UserInfo } from './rbac.js';
-import { admitPodOs } from './kubelet-admission.js';
+import { activePods, admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { runInContainer } from './container-exec.js';
 import { ProbeManager, probedPod } from './prober.js';
 import { TimerWheel } from './node/timer-wheel.js';
+import { GarbageCollector, type GarbageCollectorOptions } from './gc/garbage-collector.js';
 
-export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
+export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets'> {
   readonly manifestDir: string;
   readonly cluster: ClusterSource;
   readonly user: UserInfo;
@@ -54,6 +56,10 @@ export interface StaticPodOptions extends Omit<PodWorkerOptions, 'configMaps'> {
   readonly gracePeriodSeconds?: number;
   /** Milliseconds clock, replaceable in tests. */
   readonly now?: () => number;
+  /** The Node the kubelet's admission reads; default: this node's name with node mode's default capacity. */
+  readonly node?: AdmissionNode;
+  /** run(): container and image garbage collection, its node events logged by `onNodeEvent`. */
+  readonly garbageCollection?: GarbageCollectorOptions;
 }
 
 export interface StaticPodRow {
@@ -145,7 +151,7 @@ export class StaticPodSyncLoop {
     const started: string[] = [];
     const restarted: string[] = [];
     const deleted: string[] = [];
-    const workerOptions: PodWorkerOptions = { ...this.options, configMaps: cluster.configMaps };
+    const workerOptions: PodWorkerOptions = { ...this.options, ...snapshotPodObjects(cluster) };
     const key = (pod: V1Pod) => `${pod.metadata!.namespace}/${pod.metadata!.name}`;
 
     const onNode = new Map((await listNodePods(this.cri)).map((p) => [p.uid, p]));
@@ -169,9 +175,15 @@ export class StaticPodSyncLoop {
     const design = this.options.design;
     // A static pod runs as its file is written (pkg/kubelet/config/file.go): no API admission
     // plugin and no webhook sees it, so a gmsaCredentialSpecName is never inlined and the pod runs
-    // without a credential spec. Only the kubelet's own checks apply (kubelet-admission.ts).
+    // without a credential spec. Only the kubelet's own checks apply (kubelet-admission.ts), against
+    // the static pods it admitted before; a file's pod is bound to this node (config/common.go
+    // sets spec.nodeName) and its taints are not checked.
+    const node = this.options.node ?? standaloneNode(this.options.nodeName ?? 'winnode1');
     const admit = (pod: V1Pod): { allowed: true; pod: V1Pod } | { allowed: false; message: string } => {
-      const rejection = admitPodOs(pod);
+      const uid = pod.metadata?.uid;
+      const others = activePods([...this.admittedPods].filter(([u]) => u !== uid && desired.has(u)).map(([, p]) => p));
+      const bound = { ...pod, spec: { ...pod.spec!, nodeName: node.name } };
+      const rejection = admitPodOnNode({ pod: bound, otherPods: others, staticPod: true }, node);
       return rejection === undefined ? { allowed: true, pod } : { allowed: false, message: `${rejection.reason}: ${rejection.message}` };
     };
     for (const { pod, source } of loaded) {
@@ -439,6 +451,8 @@ export class StaticPodSyncLoop {
       throw new Error(`cannot watch ${this.options.manifestDir}: ${(err as Error).message}`, { cause: err });
     }
     const events = this.subscribeContainerEvents(debounced, onPass);
+    const gc = this.options.garbageCollection === undefined ? undefined : new GarbageCollector(this.cri, { callTimeoutMs: this.options.callTimeoutMs ?? 30_000, ...this.options.garbageCollection });
+    gc?.start();
     const wheel = new TimerWheel();
     this.probes = new ProbeManager({
       scheduler: wheel,
@@ -486,6 +500,7 @@ export class StaticPodSyncLoop {
       clearTimeout(debounce);
       watcher.close();
       events.cancel();
+      await gc?.stop();
       this.probes.stop();
       this.probes = undefined;
       wheel.stop();

@@ -400,7 +400,7 @@ export function validatePodOS(spec: V1PodSpec, specPath: string): FieldError[] {
   const os = spec.os;
   if (os == null) return [];
   const osPath = child(specPath, 'os');
-  if (os.name == null || os.name === '') return [required(child(osPath, 'name'))];
+  if (os.name == null || os.name === '') return [required(child(osPath, 'name'), 'cannot be empty')];
   if (!(validOSNames as readonly string[]).includes(os.name)) return [notSupported(osPath, os.name, validOSNames)];
 
   const errs: FieldError[] = [];

@@ -33,6 +33,8 @@ async function startFakeApiServer(snapshot: ClusterSnapshot, fail: Record<string
     '/apis/rbac.authorization.k8s.io/v1/rolebindings': { kind: 'RoleBindingList', apiVersion: 'rbac.authorization.k8s.io/v1', items: snapshot.roleBindings },
     '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings': { kind: 'ClusterRoleBindingList', apiVersion: 'rbac.authorization.k8s.io/v1', items: snapshot.clusterRoleBindings },
     '/apis/windows.k8s.io/v1/gmsacredentialspecs': { kind: 'GMSACredentialSpecList', apiVersion: 'windows.k8s.io/v1', items: snapshot.gmsaCredentialSpecs },
+    '/api/v1/secrets': { kind: 'SecretList', apiVersion: 'v1', items: snapshot.secrets },
+    '/apis/node.k8s.io/v1/runtimeclasses': { kind: 'RuntimeClassList', apiVersion: 'node.k8s.io/v1', items: snapshot.runtimeClasses },
   };
   const requests: string[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -104,7 +106,9 @@ describe('KubeconfigClusterSource against a fake API server (Node 20, @kubernete
     expect(api.requests.map((r) => r.split(' ')[1]).sort()).to.deep.equal([
       '/api/v1/configmaps',
       '/api/v1/namespaces',
+      '/api/v1/secrets',
       '/api/v1/serviceaccounts',
+      '/apis/node.k8s.io/v1/runtimeclasses',
       '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
       '/apis/rbac.authorization.k8s.io/v1/clusterroles',
       '/apis/rbac.authorization.k8s.io/v1/rolebindings',

@@ -253,8 +253,12 @@ roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: r }
   });
 
   const broken: { name: string; text: string; message: string }[] = [
-    { name: 'an unknown kind', text: 'apiVersion: v1\nkind: Pod\nmetadata: { name: p }\n', message: 'document 1: kind: Unsupported value: "Pod": supported values: "Namespace", "ServiceAccount", "ConfigMap", "GMSACredentialSpec", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"' },
+    { name: 'an unknown kind', text: 'apiVersion: v1\nkind: Pod\nmetadata: { name: p }\n', message: 'document 1: kind: Unsupported value: "Pod": supported values: "Namespace", "ServiceAccount", "ConfigMap", "Secret", "GMSACredentialSpec", "RuntimeClass", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"' },
     { name: 'a wrong apiVersion', text: 'apiVersion: windows.k8s.io/v2\nkind: GMSACredentialSpec\nmetadata: { name: g }\n', message: 'document 1: apiVersion: Unsupported value: "windows.k8s.io/v2": supported values: "windows.k8s.io/v1", "windows.k8s.io/v1alpha1"' },
+    // ValidateRuntimeClass (pkg/apis/node/validation, v1.34): handler is required, a DNS-1123 label.
+    { name: 'a RuntimeClass without a handler', text: 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: { name: r }\n', message: 'document 1: handler: Required value' },
+    // Our own text: the value of a secret is never echoed.
+    { name: 'secret data that is not base64', text: 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\ndata: { k: "not base64!" }\n', message: 'document 1: data[k]: Invalid value: "<secret data>": must be base64-encoded' },
     { name: 'a nameless object', text: 'apiVersion: v1\nkind: ServiceAccount\nmetadata: {}\n', message: 'document 1: metadata.name: Required value: name or generateName is required' },
     { name: 'a namespace nobody declared', text: 'apiVersion: v1\nkind: ServiceAccount\nmetadata: { name: s, namespace: ghost }\n', message: 'document 1: metadata.namespace: Not found: "ghost": namespace is not defined in the cluster manifests' },
     {

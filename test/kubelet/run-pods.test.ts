@@ -52,8 +52,35 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
     expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.deep.equal([]);
   });
 
+  // The kubelet's general filter through `kubelet run` (predicate.go v1.34, scheduler plugins'
+  // texts): each pod is refused before RunPodSandbox, the first failure its STATUS.
+  it('the kubelet refuses by label, node selector, resources and node name, in file order', async () => {
+    const pods = [
+      ['label', 'metadata: { name: label, labels: { kubernetes.io/os: linux } }\nspec:\n  containers: [{ name: main, image: nano:ltsc2022 }]'],
+      ['selector', 'metadata: { name: selector }\nspec:\n  nodeSelector: { kubernetes.io/os: linux }\n  containers: [{ name: main, image: nano:ltsc2022 }]'],
+      ['big', 'metadata: { name: big }\nspec:\n  containers: [{ name: main, image: nano:ltsc2022, resources: { requests: { cpu: "3" } } }]'],
+      ['bigger', 'metadata: { name: bigger }\nspec:\n  containers: [{ name: main, image: nano:ltsc2022, resources: { requests: { cpu: "1500m" } } }]'],
+      ['elsewhere', 'metadata: { name: elsewhere }\nspec:\n  nodeName: winnode2\n  containers: [{ name: main, image: nano:ltsc2022 }]'],
+    ];
+    const files: string[] = [];
+    for (const [name, body] of pods) {
+      files.push(join(fx.dir, `${name}.yaml`));
+      await writeFile(files.at(-1)!, `apiVersion: v1\nkind: Pod\n${body}\n`);
+    }
+    const results = await runPods(fx.cri, files, { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(fx.dir, 'pods'), podWorkers: 1 });
+    expect(results.map(summarizePodRun).map((r) => `${r.name} ${r.status}: ${r.detail}`)).to.deep.equal([
+      "label PodOSSelectorNodeLabelDoesNotMatch: Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+      "selector NodeAffinity: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      'big Running: ',
+      // The node's default allocatable is 4 cpus; "big" holds 3 of them.
+      'bigger OutOfcpu: Node didn\'t have enough resource: cpu, requested: 1500, used: 3000, capacity: 4000',
+      "elsewhere NodeName: Predicate NodeName failed: node(s) didn't match the requested node name",
+    ]);
+    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(1);
+  });
+
   it('starts nothing when the cluster manifests are broken', async () => {
-    await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: Secret\nmetadata: { name: s }\n');
+    await writeFile(join(fx.dir, 'bad.yaml'), 'apiVersion: v1\nkind: PersistentVolume\nmetadata: { name: s }\n');
     const err = await runPods(fx.cri, [join(examples, 'pods', 'gmsa-pod-level.yaml')], {
       cluster: new DirectoryClusterSource(fx.dir),
       user: requestingUser('alice'),

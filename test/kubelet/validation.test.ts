@@ -211,7 +211,7 @@ describe('os.name validation (validateOS, validateLinux, validateWindows)', () =
         'spec.containers[0].securityContext.runAsGroup: Forbidden: cannot be set for a windows pod',
       ],
     },
-    { name: 'an empty os.name is required', pod: windowsPod({ os: { name: '' } }), expected: ['spec.os.name: Required value'] },
+    { name: 'an empty os.name is required', pod: windowsPod({ os: { name: '' } }), expected: ['spec.os.name: Required value: cannot be empty'] },
     { name: 'an unknown os.name', pod: windowsPod({ os: { name: 'darwin' } }), expected: ['spec.os: Unsupported value: "darwin": supported values: "linux", "windows"'] },
     {
       name: 'ephemeral containers: windowsOptions validated, and refused on create',

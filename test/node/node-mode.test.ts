@@ -298,6 +298,63 @@ describe('node mode against a real control plane', function () {
     expect(ps.items).to.deep.equal([]);
   });
 
+  // The kubelet reads the RuntimeClass through the API as the node (runtimeclass_manager.go v1.34)
+  // and sends its handler to RunPodSandbox; a handler the runtime has not configured is the
+  // runtime's refusal, reported as FailedCreatePodSandBox "Failed to create pod sandbox: …".
+  it('sends the RuntimeClass handler read from the API server to RunPodSandbox', async () => {
+    await cp.apply({ apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'sim-unknown' }, handler: 'sim-unknown-handler' });
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'rc-pod', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', runtimeClassName: 'sim-unknown', containers: [{ name: 'app', image: SERVERCORE }] },
+    });
+    const message = await until('the FailedCreatePodSandBox event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=rc-pod,reason=FailedCreatePodSandBox', '-o', 'custom-columns=MESSAGE:.message', '--no-headers']);
+      return out.trim() === '' ? undefined : out.trim();
+    });
+    expect(message).to.match(/^Failed to create pod sandbox: rpc error: code = \w+ desc = .*sim-unknown-handler/);
+  });
+
+  // getPullSecretsForPod (kubelet_pods.go v1.34): a pull secret the node cannot read is named in a
+  // Warning event and the pull goes on without it.
+  it('names an imagePullSecret it cannot read: FailedToRetrieveImagePullSecret, and still runs the pod', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'no-regcred', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', imagePullSecrets: [{ name: 'regcred-missing' }], containers: [{ name: 'app', image: SERVERCORE, imagePullPolicy: 'Always', command: ['ping', '-t', 'localhost'] }] },
+    });
+    const event = await until('the FailedToRetrieveImagePullSecret event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=no-regcred,reason=FailedToRetrieveImagePullSecret', '-o', 'custom-columns=TYPE:.type,MESSAGE:.message', '--no-headers']);
+      return out.trim() === '' ? undefined : out.trim();
+    });
+    expect(event).to.equal('Warning   Unable to retrieve some image pull secrets (regcred-missing); attempting to pull the image may not succeed.');
+    await until('no-regcred Running', 30_000, async () => ((await podJson('no-regcred')).status.phase === 'Running' ? true : undefined));
+  });
+
+  // predicate.go v1.34 InsufficientResourceError, reason OutOfcpu, against the node's allocatable
+  // (--cpu 4 by default: 4000 millicores).
+  it('refuses a pod that asks for more cpu than the node has: OutOfcpu, with a Warning event', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'too-big', namespace: 'default' },
+      spec: { nodeName: 'winsim-1', containers: [{ name: 'app', image: SERVERCORE, resources: { requests: { cpu: '64' } } }] },
+    });
+    const pod = await until('too-big Failed', 30_000, async () => {
+      const p = await podJson('too-big');
+      return p.status.phase === 'Failed' ? p : undefined;
+    });
+    expect(pod.status.reason).to.equal('OutOfcpu');
+    expect(pod.status.message).to.match(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: \d+, capacity: 4000$/);
+    const events = await until('the OutOfcpu event', 30_000, async () => {
+      const out = await cp.kubectlOk(['get', 'events', '--field-selector', 'involvedObject.name=too-big,reason=OutOfcpu', '-o', 'custom-columns=TYPE:.type,SOURCE:.source.component', '--no-headers']);
+      return out.trim() === '' ? undefined : out;
+    });
+    expect(events).to.match(/^Warning\s+kubelet$/m);
+  });
+
   it('kubectl delete stops the containers gracefully and the pod goes away (Killing event, no runtime leftovers)', async () => {
     const uid = (await podJson('webapp')).metadata.uid as string;
     const deleted = await cp.kubectl(['delete', 'pod', 'webapp', '--timeout', '60s'], { timeoutMs: 70_000 });

@@ -52,12 +52,21 @@ export class EventRecorder {
     }
   }
 
+  /**
+   * Queues events about the node itself, involvedObject the kubelet's nodeRef (kind Node, UID the
+   * node's name, events in the default namespace), as garbage collection reports them.
+   */
+  recordForNode(events: readonly PodEvent[]): void {
+    const nodeRef: V1Pod = { metadata: { name: this.nodeName, namespace: 'default', uid: this.nodeName } };
+    for (const event of events) this.tail = this.tail.then(() => this.post(nodeRef, event, 'Node'));
+  }
+
   /** Resolves once the events queued so far are posted (or failed). */
   async flushed(): Promise<void> {
     await this.tail;
   }
 
-  private async post(pod: V1Pod, event: PodEvent): Promise<void> {
+  private async post(pod: V1Pod, event: PodEvent, kind: 'Pod' | 'Node' = 'Pod'): Promise<void> {
     const m = pod.metadata ?? {};
     const namespace = m.namespace ?? 'default';
     const fieldPath = event.container === undefined ? undefined : `${containerListOf(pod, event.container)}{${event.container}}`;
@@ -78,9 +87,9 @@ export class EventRecorder {
         metadata: { name, namespace },
         involvedObject: {
           apiVersion: 'v1',
-          kind: 'Pod',
+          kind,
           name: m.name,
-          namespace,
+          ...(kind === 'Node' ? {} : { namespace }),
           uid: m.uid,
           ...(m.resourceVersion === undefined ? {} : { resourceVersion: m.resourceVersion }),
           ...(fieldPath === undefined ? {} : { fieldPath }),

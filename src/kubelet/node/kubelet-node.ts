@@ -9,8 +9,9 @@ import type { CriClient } from '../../cri/proto.js';
 import { ImagePulls } from '../pod-worker.js';
 import { rateLimited, type ApiClient } from './api-client.js';
 import { EventRecorder } from './event-recorder.js';
-import { NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
+import { admissionNode, NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';
 import { PodController, type SyncLimiter } from './pod-controller.js';
+import { GarbageCollector, type GarbageCollectorOptions } from '../gc/garbage-collector.js';
 import type { NodeDeletionWatch, PodInformer } from './pod-informer.js';
 
 export interface KubeletNodeOptions {
@@ -29,11 +30,14 @@ export interface KubeletNodeOptions {
   readonly backoffInitialMs?: number;
   /** --kube-api-qps/--kube-api-burst and --event-qps/--event-burst (default the kubelet's 50/100 each). */
   readonly limits?: { readonly qps: number; readonly burst: number; readonly eventQps: number; readonly eventBurst: number };
+  /** Container and image garbage collection (gc/garbage-collector.ts); none when absent. */
+  readonly garbageCollection?: Omit<GarbageCollectorOptions, 'onNodeEvent'>;
 }
 
 export class KubeletNode {
   readonly nodeController: NodeController;
   readonly podController: PodController;
+  private readonly gc: GarbageCollector | undefined;
 
   constructor(private readonly options: KubeletNodeOptions) {
     const logger = options.logger.child({ node: options.identity.name });
@@ -44,7 +48,7 @@ export class KubeletNode {
     this.podController = new PodController(api, options.cri, new EventRecorder(events, options.identity.name, logger), logger, {
       nodeName: options.identity.name,
       nodeIp: options.identity.nodeIp,
-      maxPods: options.identity.maxPods,
+      node: admissionNode(options.identity),
       nodeCpuCount: options.nodeCpuCount,
       podLogsRoot: options.podLogsRoot,
       callTimeoutMs: options.callTimeoutMs,
@@ -57,6 +61,18 @@ export class KubeletNode {
     // Subscribed before the informer starts; the informer's first list reaches every node.
     options.informer.subscribe(options.identity.name, this.podController);
     options.nodeWatch.subscribe(options.identity.name, () => this.nodeController.nodeDeleted());
+    // GC events are about the node (the kubelet's nodeRef).
+    const recorder = new EventRecorder(events, options.identity.name, logger);
+    this.gc =
+      options.garbageCollection === undefined
+        ? undefined
+        : new GarbageCollector(options.cri, {
+            callTimeoutMs: options.callTimeoutMs,
+            ...options.garbageCollection,
+            onNodeEvent: (e) => recorder.recordForNode([e]),
+            // Every node's collections on the process's one timer wheel.
+            ...(options.nodeController?.wheel === undefined ? {} : { scheduler: options.nodeController.wheel }),
+          });
   }
 
   get name(): string {
@@ -67,9 +83,11 @@ export class KubeletNode {
   async start(): Promise<void> {
     await this.podController.start();
     await this.nodeController.start();
+    this.gc?.start();
   }
 
   stop(): void {
+    void this.gc?.stop();
     this.nodeController.stop();
     this.podController.stop();
   }

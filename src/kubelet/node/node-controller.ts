@@ -13,6 +13,7 @@ import type { Logger } from '../../log.js';
 import { unaryCall, type CriClient } from '../../cri/proto.js';
 import { ApiError, isConflict, isNotFound, type ApiRequester } from './api-client.js';
 import { TimerWheel, type WheelTask } from './timer-wheel.js';
+import { nodeAllocatable, type AdmissionNode } from '../kubelet-admission.js';
 
 /** The kubelet version this node reports (the release its behaviour follows). */
 export const kubeletVersion = 'v1.34.12';
@@ -69,6 +70,11 @@ export function nodeLabels(identity: NodeIdentity): Record<string, string> {
     'node.kubernetes.io/windows-build': identity.osBuild,
     ...identity.labels,
   };
+}
+
+/** The Node as this node's admission reads it: its labels, taints and allocatable. */
+export function admissionNode(identity: NodeIdentity): AdmissionNode {
+  return { name: identity.name, labels: nodeLabels(identity), taints: identity.taints, allocatable: nodeAllocatable(identity) };
 }
 
 export class NodeController {
@@ -178,17 +184,10 @@ export class NodeController {
     const id = this.identity;
     const runtime = await this.runtimeStatus();
     const stamp = time(now);
-    const memoryBytes = quantityBytes(id.memory);
-    const storageBytes = quantityBytes(id.ephemeralStorage);
     return {
       capacity: { cpu: id.cpu, memory: id.memory, pods: String(id.maxPods), 'ephemeral-storage': id.ephemeralStorage },
-      // Windows' default hard eviction thresholds: memory.available<500Mi, nodefs.available<10%.
-      allocatable: {
-        cpu: id.cpu,
-        memory: String(Math.max(0, memoryBytes - 500 * 2 ** 20)),
-        pods: String(id.maxPods),
-        'ephemeral-storage': String(Math.floor(storageBytes * 0.9)),
-      },
+      // The same allocatable the kubelet's admission counts against (kubelet-admission.ts).
+      allocatable: nodeAllocatable(id),
       conditions: [
         this.condition('MemoryPressure', false, 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available', stamp),
         this.condition('DiskPressure', false, 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure', stamp),

@@ -3,9 +3,9 @@
  * binds to the node (from the shared PodInformer) are run through the same pod worker as
  * `kubelet run`, and reported back as the kubelet reports them (pkg/kubelet, v1.34):
  *
- * - admission on the node (lifecycle/predicate.go): the OS field and the `kubernetes.io/os`
- *   node selector must match Windows, and the node's max-pods must not be exceeded; a rejected
- *   pod is Failed with the reason, "Pod was rejected: <message>", and a Warning event;
+ * - admission on the node (lifecycle/predicate.go, kubelet-admission.ts): the OS label and field,
+ *   then resources, node affinity, node name, host ports and NoExecute taints; a rejected pod is
+ *   Failed with the reason, "Pod was rejected: <message>", and a Warning event;
  * - status through the pods/status subresource (strategic-merge PATCH carrying metadata.uid):
  *   phase, the conditions PodReadyToStartContainers/Initialized/ContainersReady/Ready,
  *   podIP(s), hostIP(s), container statuses; PATCHed only when it changed;
@@ -36,8 +36,9 @@ import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
-import { admitPodOs } from '../kubelet-admission.js';
+import { activePods, admitPodOnNode, type AdmissionNode } from '../kubelet-admission.js';
 import { runInContainer } from '../container-exec.js';
+import { apiPodObjects } from '../pod-objects.js';
 import { ProbeManager, probedPod } from '../prober.js';
 import { TimerWheel } from './timer-wheel.js';
 
@@ -63,7 +64,8 @@ export class SyncLimiter {
 export interface PodControllerOptions {
   readonly nodeName: string;
   readonly nodeIp: string;
-  readonly maxPods: number;
+  /** The Node as admission reads it (labels, taints, allocatable). */
+  readonly node: AdmissionNode;
   readonly nodeCpuCount: number;
   readonly podLogsRoot: string;
   readonly callTimeoutMs: number;
@@ -321,15 +323,10 @@ export class PodController implements PodHandler {
     this.armBackoffTimer(state);
   }
 
-  /** lifecycle/predicate.go: the OS checks, then the pods resource. */
+  /** lifecycle/predicate.go against the node's other active pods (kubelet-admission.ts). */
   private admit(pod: V1Pod): { reason: string; message: string } | undefined {
-    const osRejection = admitPodOs(pod);
-    if (osRejection !== undefined) return osRejection;
-    const used = [...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== pod.metadata?.uid).length;
-    if (used + 1 > this.options.maxPods) {
-      return { reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${used}, capacity: ${this.options.maxPods}` };
-    }
-    return undefined;
+    const others = activePods([...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== pod.metadata?.uid).map((s) => s.pod));
+    return admitPodOnNode({ pod, otherPods: others }, this.options.node);
   }
 
   /**
@@ -369,6 +366,9 @@ export class PodController implements PodHandler {
       nodeName: this.options.nodeName,
       nodeCpuCount: this.options.nodeCpuCount,
       configMaps,
+      // RuntimeClasses and pull secrets through the API as the node (the Node authorizer lets a
+      // node read the secrets its pods name).
+      ...apiPodObjects((path) => this.api.get(path), isNotFound),
       callTimeoutMs: this.options.callTimeoutMs,
       ...(this.options.imagePulls === undefined ? {} : { imagePulls: this.options.imagePulls }),
     };

@@ -16,6 +16,10 @@ export class ScriptedRuntime {
   readonly execs: { cmd: string[]; timeout: number }[] = [];
   readonly images = new Map<string, string>([['nano:ltsc2022', 'ContainerUser'], ['servercore:ltsc2022', 'ContainerAdministrator']]);
   failSandbox = false;
+  /** RunPodSandbox's runtime_handler, per call. */
+  readonly sandboxHandlers: string[] = [];
+  /** PullImage's auth per call: the user name and whether a password came (never the password). */
+  readonly pullAuths: ({ username: string; password: boolean } | null)[] = [];
   private readonly exits = new Map<string, number>();
   private readonly names = new Map<string, string>();
   private server = new grpc.Server();
@@ -35,7 +39,9 @@ export class ScriptedRuntime {
         }
       };
     this.server.addService(runtimeServiceDefinition(), {
-      RunPodSandbox: handle('RunPodSandbox', () => {
+      RunPodSandbox: handle('RunPodSandbox', (req) => {
+        this.sandboxHandlers.push(req.runtime_handler);
+        if (req.runtime_handler === 'missing-handler') throw fail(grpc.status.UNKNOWN, `failed to get sandbox runtime: no runtime for "missing-handler" is configured`);
         if (this.failSandbox) throw fail(grpc.status.UNKNOWN, 'failed to set up sandbox network');
         return { pod_sandbox_id: 'sandbox-1' };
       }),
@@ -74,7 +80,12 @@ export class ScriptedRuntime {
         const user = this.images.get(req.image.image);
         return { image: user === undefined ? null : { id: `sha256:${req.image.image}`, username: user, size: '1' } };
       }),
+      // private.example.com wants robot/hunter2; other registries take anyone.
       PullImage: handle('PullImage', (req) => {
+        this.pullAuths.push(req.auth === null ? null : { username: req.auth.username, password: req.auth.password !== '' });
+        if (String(req.image.image).startsWith('private.example.com/') && (req.auth?.username !== 'robot' || req.auth?.password !== 'hunter2')) {
+          throw fail(grpc.status.UNKNOWN, `failed to pull and unpack image "${req.image.image}": 401 Unauthorized`);
+        }
         if (String(req.image.image).startsWith('missing')) throw fail(grpc.status.NOT_FOUND, `image ${req.image.image} not found`);
         this.images.set(req.image.image, 'ContainerUser');
         return { image_ref: req.image.image };
