@@ -18,8 +18,8 @@ import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-p
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
 import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
-import { registerBuiltinCommands } from './process/builtin-commands.js';
-import { CommandRegistry } from './process/command-registry.js';
+import { registerBuiltinCommands } from '../emulator/builtin-commands.js';
+import { CommandRegistry } from '../emulator/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
 import { CallConditions, type CallConditionsOptions } from './call-conditions/call-conditions.js';
 import { withNodeFileTiming } from './call-conditions/node-file-timing.js';

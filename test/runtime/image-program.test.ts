@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { SimulatedRegistry, type ImageConfig, type RegistryImage } from '../../src/runtime/images/catalogue.js';
 import { formatReference, parseImageReference } from '../../src/runtime/images/reference.js';
-import { imageProgramPorts } from '../../src/runtime/process/image-program-process.js';
+import { imageProgramPorts } from '../../src/emulator/image-program-process.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { waitUntil } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './windows/kep-example.js';

@@ -1,4 +1,4 @@
-import type { CommandContext, CommandHandler, CommandRegistry } from '../process/command-registry.js';
+import type { CommandContext, CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
 import type { ContainerIdentity } from './container-identity.js';
 import { IDENTITY_COMMANDS } from './identity-commands.js';
 

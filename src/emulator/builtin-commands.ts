@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry, type WaitForSignal } from './command-registry.js';
 import { serveInPod, staticPage } from './pod-web-server.js';
-import { imageFile } from '../images/catalogue.js';
-import { capabilityMask, hasCapability, syscallAllowed } from '../oci/linux-security.js';
+import { imageFile } from '../runtime/images/catalogue.js';
+import { capabilityMask, hasCapability, syscallAllowed } from '../runtime/oci/linux-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
