@@ -1,8 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry, type WaitForSignal } from './command-registry.js';
 import { serveInPod, staticPage } from './pod-web-server.js';
-import { imageFile } from '../runtime/images/catalogue.js';
-import { capabilityMask, hasCapability, syscallAllowed } from '../runtime/oci/linux-security.js';
+import { capabilityMask, hasCapability, syscallAllowed } from './container-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
 import { shellCommand } from './shell.js';
 import { registerWindowsShells } from './windows-shells.js';
@@ -10,11 +9,20 @@ import { registerAgnhost } from './e2e-images/agnhost.js';
 import { registerNetworkClients } from './network-clients.js';
 
 /**
+ * A file of the image a container was created from (`reference` as its
+ * `io.kubernetes.cri.image-name`), from the runtime's image catalogue; undefined when the image
+ * has no such file. nginx reads its site configuration there when the container has none.
+ */
+export type ImageFileLookup = (reference: string, path: string) => string | undefined;
+
+const noImageFile: ImageFileLookup = () => undefined;
+
+/**
  * The programs a simulated container can run: shell utilities, the long-running servers of the
  * usual images, and the critest helpers. Identity commands for the Windows path are registered
  * by their own module and replace the plain `whoami`/`hostname` here.
  */
-export function registerBuiltinCommands(target: CommandRegistry): void {
+export function registerBuiltinCommands(target: CommandRegistry, imageFile: ImageFileLookup = noImageFile): void {
   // Defaults only: a command some module registered already (identity commands) is kept.
   const registry = { register: target.registerDefault.bind(target) };
   const shell = shellCommand(target);
@@ -43,7 +51,7 @@ export function registerBuiltinCommands(target: CommandRegistry): void {
   for (const name of ['httpd', 'httpd-foreground']) {
     registry.register(name, httpd, { traps: ['SIGTERM', 'SIGINT', 'SIGWINCH', 'SIGHUP', 'SIGUSR1'], cpuLoad: 0.003 });
   }
-  registry.register('nginx', nginx, {
+  registry.register('nginx', (ctx) => nginx(ctx, imageFile), {
     traps: ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP'],
     cpuLoad: 0.002,
     processTitle: (argv) => `nginx: master process ${argv.join(' ')}`,
@@ -299,7 +307,7 @@ const NGINX_SITE_CONF = '/etc/nginx/conf.d/default.conf';
  * The port of nginx's server: the `listen` of the site configuration (the container's, else its
  * image's), 80 as in the stock images.
  */
-function nginxListenPort(ctx: CommandContext): number {
+function nginxListenPort(ctx: CommandContext, imageFile: ImageFileLookup): number {
   const conf = ctx.target.files.get(NGINX_SITE_CONF) ?? imageFile(ctx.target.ociSpec.annotations['io.kubernetes.cri.image-name'] ?? '', NGINX_SITE_CONF);
   // The first `listen [address:]port …;` outside comments.
   const port = Number(/(?:^|[\s{;])listen\s+(?:[^\s;]+:)?(\d{1,5})\b[^;]*;/.exec((conf ?? '').replace(/#.*$/gm, ''))?.[1] ?? 80);
@@ -307,13 +315,13 @@ function nginxListenPort(ctx: CommandContext): number {
 }
 
 /** nginx in the foreground: serves its welcome page on podIP:<listen port> until a signal. */
-async function nginx(ctx: CommandContext): Promise<number> {
+async function nginx(ctx: CommandContext, imageFile: ImageFileLookup): Promise<number> {
   const version = ctx.env.get('NGINX_VERSION') ?? '1.14.2';
   if (ctx.argv.includes('-v')) {
     ctx.stderr(`nginx version: nginx/${version}\n`);
     return 0;
   }
-  const port = nginxListenPort(ctx);
+  const port = nginxListenPort(ctx, imageFile);
   const outcome = await serveInPod(ctx, port, staticPage(`nginx/${version}`, 'text/html', { '/': () => NGINX_PAGE, '/index.html': () => NGINX_PAGE }));
   if (typeof outcome !== 'string') {
     const { n, text } = errnoOf(outcome);

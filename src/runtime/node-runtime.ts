@@ -13,7 +13,7 @@ import { RuntimeError } from './errors.js';
 import { RandomSource } from './ids.js';
 import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
-import { SimulatedRegistry } from './images/catalogue.js';
+import { imageFile, SimulatedRegistry } from './images/catalogue.js';
 import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
@@ -150,7 +150,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
     }
     const commands = options.commands ?? new CommandRegistry();
-    registerBuiltinCommands(commands);
+    registerBuiltinCommands(commands, imageFile);
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
     const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
