@@ -1,9 +1,9 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { takeContainerStdin, type ContainerStdin } from './container-stdin.js';
-import { merged } from '../merged.js';
-import { containerPath, writeRefused } from './container-files.js';
-import { abortError } from './process-signal.js';
-import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
+import { takeContainerStdin, type ContainerStdin } from '../container-stdin.js';
+import { merged } from '../../merged.js';
+import { containerPath, writeRefused } from '../container-files.js';
+import { abortError } from '../process-signal.js';
+import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from '../command-registry.js';
 
 /**
  * A small POSIX shell for the command emulator: what container commands and critest use —
