@@ -3,7 +3,7 @@ import { untilSignal, type CommandContext, type CommandIo, type CommandRegistry,
 import { serveInPod, staticPage } from './pod-web-server.js';
 import { capabilityMask, hasCapability, syscallAllowed } from './container-security.js';
 import { containerPath, mountFor, writeRefused } from './container-files.js';
-import { shellCommand } from './shell/interpreter.js';
+import { shellCommand } from './shell/index.js';
 import { registerWindowsShells } from './windows-shells.js';
 import { registerAgnhost } from './e2e-images/agnhost.js';
 import { registerNetworkClients } from './network-clients.js';
