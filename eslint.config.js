@@ -21,6 +21,29 @@ export default tseslint.config(
     },
   },
   {
+    // The emulator runs container processes for the runtime: it takes types from the runtime and is
+    // handed the rest (registration callbacks, lookups), so the runtime imports the emulator and
+    // never the other way round. It knows nothing of the kubelet or the gRPC server either.
+    files: ['src/emulator/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { regex: '^(\\.\\./)+runtime/', allowTypeImports: true, message: 'src/emulator takes only types from src/runtime; have the runtime pass the value in.' },
+          { regex: '^(\\.\\./)+(kubelet|cri)/', message: 'src/emulator does not depend on the kubelet or the gRPC server.' },
+        ],
+      }],
+    },
+  },
+  {
+    // The runtime is the floor under the gRPC server and the kubelet: it imports neither.
+    files: ['src/runtime/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(kubelet|cri)/', message: 'src/runtime does not import src/kubelet or src/cri.' }],
+      }],
+    },
+  },
+  {
     // Tests read loosely typed data (parsed YAML, decoded requests) and use chai's property assertions.
     files: ['test/**/*.ts'],
     rules: {

@@ -2,7 +2,7 @@ import type { ExecSyncRequest__Output } from '../generated/runtime/v1/ExecSyncRe
 import type { ExecSyncResponse } from '../generated/runtime/v1/ExecSyncResponse.js';
 import { executionTarget, processEnvironment } from './container-process.js';
 import { RuntimeError } from './errors.js';
-import { CommandNotFoundError, SimulatedProcess } from './process/simulated-process.js';
+import { CommandNotFoundError, SimulatedProcess } from '../emulator/simulated-process.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName } from './store/container-store.js';
 import type { RpcHandlers } from './rpc.js';

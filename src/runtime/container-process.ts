@@ -1,8 +1,8 @@
 import { merged } from '../merged.js';
-import type { ExecutionTarget } from './process/command-registry.js';
-import type { ContainerFiles } from './process/container-files.js';
-import { CONTAINER_STDIN_KEY, type ContainerStdin } from './process/container-stdin.js';
-import type { ProcessTable } from './process/process-table.js';
+import type { ExecutionTarget } from '../emulator/command-registry.js';
+import type { ContainerFiles } from '../emulator/container-files.js';
+import { CONTAINER_STDIN_KEY, type ContainerStdin } from '../emulator/container-stdin.js';
+import type { ProcessTable } from '../emulator/process-table.js';
 import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
 import { containerPlatform, windowsIdentity } from './container-start-windows.js';

@@ -2,14 +2,14 @@ import type { StartContainerRequest__Output } from '../generated/runtime/v1/Star
 import type { StartContainerResponse } from '../generated/runtime/v1/StartContainerResponse.js';
 import { CleanupStack } from './cleanup.js';
 import { executionTarget, processEnvironment } from './container-process.js';
-import { ContainerStdin } from './process/container-stdin.js';
+import { ContainerStdin } from '../emulator/container-stdin.js';
 import { prepareWindowsStart } from './container-start-windows.js';
 import { RuntimeError, withContext } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
-import { CONTAINER_PORTS_ANNOTATION, imageProgramCommand, imageProgramPorts } from './process/image-program-process.js';
-import type { RegisteredCommand } from './process/command-registry.js';
-import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from './process/simulated-process.js';
+import { CONTAINER_PORTS_ANNOTATION, imageProgramCommand, imageProgramPorts } from '../emulator/image-program-process.js';
+import type { RegisteredCommand } from '../emulator/command-registry.js';
+import { CommandNotFoundError, SimulatedProcess, type ProcessExit } from '../emulator/simulated-process.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, containerStateName, type ContainerRecord } from './store/container-store.js';
 import { SandboxState } from './store/sandbox-store.js';

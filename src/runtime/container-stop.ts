@@ -1,6 +1,6 @@
 import type { StopContainerRequest__Output } from '../generated/runtime/v1/StopContainerRequest.js';
 import type { StopContainerResponse } from '../generated/runtime/v1/StopContainerResponse.js';
-import { isKnownSignal, normaliseSignal } from './process/signals.js';
+import { isKnownSignal, normaliseSignal } from '../emulator/signals.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerState, type ContainerRecord } from './store/container-store.js';
 import type { RpcHandlers } from './rpc.js';

@@ -13,7 +13,7 @@ import { RuntimeError } from './errors.js';
 import { RandomSource } from './ids.js';
 import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
-import type { SimulatedRegistry } from './images/catalogue.js';
+import { imageFile, type SimulatedRegistry } from './images/catalogue.js';
 import { ImageWorld } from './images/image-world.js';
 import { loadImagesFile, parseUnknownImageRule, type ImagesSection } from './images/images-file.js';
 import { HYPERV_HANDLER, PROCESS_HANDLER } from './images/windows-compat.js';
@@ -21,8 +21,8 @@ import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-p
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
 import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
-import { registerBuiltinCommands } from './process/builtin-commands.js';
-import { CommandRegistry } from './process/command-registry.js';
+import { registerBuiltinCommands } from '../emulator/builtin-commands.js';
+import { CommandRegistry } from '../emulator/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
 import { CallConditions, type CallConditionsOptions } from './call-conditions/call-conditions.js';
 import { withNodeFileTiming } from './call-conditions/node-file-timing.js';
@@ -169,7 +169,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
     }
     const commands = options.commands ?? new CommandRegistry();
-    registerBuiltinCommands(commands);
+    registerBuiltinCommands(commands, imageFile);
     let hostPid = 1000;
     const listeners = new Set<(ev: ContainerEventResponse) => void>();
     const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;

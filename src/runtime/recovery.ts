@@ -4,7 +4,7 @@ import { startInitProcess } from './container-start.js';
 import { CriLogWriter } from './logging/cri-log-writer.js';
 import { isHostNetwork } from './network/host-network.js';
 import { parseIpv4Cidr } from './network/pod-ip-pool.js';
-import { ProcessTable } from './process/process-table.js';
+import { ProcessTable } from '../emulator/process-table.js';
 import { applyPodCidr } from './runtime-status.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ContainerRecord, ContainerState } from './store/container-store.js';

@@ -5,8 +5,8 @@ import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEv
 import type { RandomSource } from './ids.js';
 import type { ImageWorld } from './images/image-world.js';
 import type { LogFileHandles } from './logging/cri-log-writer.js';
-import type { ProcessExit } from './process/simulated-process.js';
-import type { CommandRegistry } from './process/command-registry.js';
+import type { ProcessExit } from '../emulator/simulated-process.js';
+import type { CommandRegistry } from '../emulator/command-registry.js';
 import type { ContainerRecord, ContainerStore } from './store/container-store.js';
 import type { ImageStore } from './store/image-store.js';
 import type { SandboxStore } from './store/sandbox-store.js';

@@ -8,7 +8,7 @@ import { ContainerEventType, publishEvent } from './events.js';
 import { isHostNetwork } from './network/host-network.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
-import { ProcessTable } from './process/process-table.js';
+import { ProcessTable } from '../emulator/process-table.js';
 import { windowsSandboxPlatform, windowsSandboxSpecOpts } from './sandbox-run-windows.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import type { RpcHandlers } from './rpc.js';

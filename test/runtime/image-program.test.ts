@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { join } from 'node:path';
 import { dir as tempDir, type DirectoryResult } from 'tmp-promise';
 import type { DeclaredImage } from '../../src/runtime/images/images-file.js';
-import { imageProgramPorts } from '../../src/runtime/process/image-program-process.js';
+import { imageProgramPorts } from '../../src/emulator/image-program-process.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
 import { waitUntil } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './windows/kep-example.js';

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import type { LinuxContainerSecurityContext__Output } from '../../generated/runtime/v1/LinuxContainerSecurityContext.js';
 import type { SecurityProfile__Output } from '../../generated/runtime/v1/SecurityProfile.js';
 import { RuntimeError } from '../errors.js';
-import type { OciSpec, SpecOpt } from './spec.js';
+import { capabilityName } from '../../emulator/container-security.js';
+import type { SpecOpt } from './spec.js';
 
 /** The capabilities containerd gives a non-privileged container (its default set). */
 export const DEFAULT_CAPABILITIES = [
@@ -19,25 +20,6 @@ export const ALL_CAPABILITIES = [
   'CAP_CHECKPOINT_RESTORE',
 ];
 
-/** Linux capability numbers (include/uapi/linux/capability.h), for the masks in /proc/<pid>/status. */
-const CAPABILITY_BITS = [
-  'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'LINUX_IMMUTABLE',
-  'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER', 'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT',
-  'SYS_PTRACE', 'SYS_PACCT', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_NICE', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE',
-  'AUDIT_WRITE', 'AUDIT_CONTROL', 'SETFCAP', 'MAC_OVERRIDE', 'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ',
-  'PERFMON', 'BPF', 'CHECKPOINT_RESTORE',
-].map((n) => `CAP_${n}`);
-
-/** A capability set as the 16-hex-digit mask /proc/<pid>/status shows (`CapBnd:\t00000000a80425fb`). */
-export function capabilityMask(caps: readonly string[] | undefined): string {
-  let mask = 0n;
-  for (const cap of caps ?? []) {
-    const bit = CAPABILITY_BITS.indexOf(cap);
-    if (bit >= 0) mask |= 1n << BigInt(bit);
-  }
-  return mask.toString(16).padStart(16, '0');
-}
-
 export interface OciSeccomp {
   defaultAction: string;
   syscalls?: { names: string[]; action: string }[];
@@ -45,13 +27,11 @@ export interface OciSeccomp {
   profile?: string;
 }
 
-const capName = (c: string): string => (c.toUpperCase().startsWith('CAP_') ? c.toUpperCase() : `CAP_${c.toUpperCase()}`);
-
 /** Capability set after add/drop (`ALL` allowed in both), or all of them when privileged. */
 export function effectiveCapabilities(sc: LinuxContainerSecurityContext__Output | null): string[] {
   if (sc?.privileged) return [...ALL_CAPABILITIES];
-  const add = (sc?.capabilities?.add_capabilities ?? []).map(capName);
-  const drop = (sc?.capabilities?.drop_capabilities ?? []).map(capName);
+  const add = (sc?.capabilities?.add_capabilities ?? []).map(capabilityName);
+  const drop = (sc?.capabilities?.drop_capabilities ?? []).map(capabilityName);
   let caps = add.includes('CAP_ALL') ? [...ALL_CAPABILITIES] : [...new Set([...DEFAULT_CAPABILITIES, ...add])];
   if (drop.includes('CAP_ALL')) caps = add.includes('CAP_ALL') ? caps : add.filter((c) => c !== 'CAP_ALL');
   else caps = caps.filter((c) => !drop.includes(c));
@@ -108,17 +88,4 @@ export async function resolveSeccomp(sc: LinuxContainerSecurityContext__Output |
   if (path === '' || path === 'unconfined') return undefined;
   if (path.startsWith('localhost/')) return loadLocalhost(path.slice('localhost/'.length), `${field}.seccomp_profile_path`);
   return runtimeDefault(caps);
-}
-
-/** Whether the container's seccomp filter lets a system call through. */
-export function syscallAllowed(spec: OciSpec, name: string): boolean {
-  const seccomp = spec.linux?.seccomp as OciSeccomp | undefined;
-  if (seccomp === undefined) return true;
-  const rule = seccomp.syscalls?.find((r) => r.names.includes(name));
-  const action = rule?.action ?? seccomp.defaultAction;
-  return action === 'SCMP_ACT_ALLOW' || action === 'SCMP_ACT_LOG';
-}
-
-export function hasCapability(spec: OciSpec, cap: string): boolean {
-  return spec.process.capabilities?.effective?.includes(capName(cap)) ?? false;
 }

@@ -1,7 +1,7 @@
 import type { PodSandbox } from '../../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { OciSpec } from '../oci/spec.js';
-import type { ProcessTable } from '../process/process-table.js';
+import type { ProcessTable } from '../../emulator/process-table.js';
 import { Interner } from './intern.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 

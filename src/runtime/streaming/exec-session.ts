@@ -1,6 +1,6 @@
 import { executionTarget, processEnvironment } from '../container-process.js';
-import { commandKey } from '../process/command-registry.js';
-import { CommandNotFoundError, SimulatedProcess } from '../process/simulated-process.js';
+import { commandKey } from '../../emulator/command-registry.js';
+import { CommandNotFoundError, SimulatedProcess } from '../../emulator/simulated-process.js';
 import type { RuntimeContext } from '../runtime-context.js';
 import { ContainerState, type ContainerRecord } from '../store/container-store.js';
 import type { RemoteCommandSession } from './remote-command.js';

@@ -1,20 +1,11 @@
-import type { CommandContext, CommandHandler, CommandRegistry } from '../process/command-registry.js';
+import type { CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
+import { identityOf } from '../../emulator/windows-identity.js';
 import type { ContainerIdentity } from './container-identity.js';
 import { IDENTITY_COMMANDS } from './identity-commands.js';
 
-/**
- * Where a Windows container record keeps its identity for the emulator:
- * `ExecutionTarget.platform[WINDOWS_IDENTITY_KEY]` holds the `ContainerIdentity` from
- * `evaluateContainerIdentity`, set at StartContainer.
- */
-export const WINDOWS_IDENTITY_KEY = 'windowsIdentity';
-
-/** The identity the process runs with, when the target is a Windows container that has one. */
-export function identityOf(ctx: CommandContext): ContainerIdentity | undefined {
-  if (ctx.target.os !== 'windows') return undefined;
-  const identity = ctx.target.platform[WINDOWS_IDENTITY_KEY];
-  return typeof identity === 'object' && identity !== null ? (identity as ContainerIdentity) : undefined;
-}
+// The record's identity slot is the emulator's contract (it reads it for the identity page of an
+// image's program); the Windows path writes it and registers the commands that answer from it.
+export { identityOf, WINDOWS_IDENTITY_KEY } from '../../emulator/windows-identity.js';
 
 /**
  * The environment a Windows container process starts with for its identity (USERNAME,

@@ -3,7 +3,7 @@ import { silentLogger } from '../../log.js';
 import { CallLoad } from '../call-load.js';
 import { withContext } from '../errors.js';
 import { RandomSource } from '../ids.js';
-import type { CommandRegistry } from '../process/command-registry.js';
+import type { CommandRegistry } from '../../emulator/command-registry.js';
 import { BoundedCache } from '../store/bounded-cache.js';
 import { parseRuntimeFlavor, DEFAULT_RUNTIME_FLAVOR, type RuntimeFlavor } from '../runtime-flavor.js';
 import { selectRuntimeFlavor } from '../runtime-flavor-select.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CommandRegistry, type CommandContext } from '../../../src/runtime/process/command-registry.js';
+import { CommandRegistry, type CommandContext } from '../../../src/emulator/command-registry.js';
 import { evaluateContainerIdentity } from '../../../src/runtime/windows/container-identity.js';
 import { parseCredentialSpec } from '../../../src/runtime/windows/credential-spec.js';
 import {
@@ -9,7 +9,7 @@ import {
 } from '../../../src/runtime/windows/identity-command-registration.js';
 import { defaultNodeDirectory } from '../../../src/runtime/windows/node-directory.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from './kep-example.js';
-import { ContainerFiles } from '../../../src/runtime/process/container-files.js';
+import { ContainerFiles } from '../../../src/emulator/container-files.js';
 
 /** Just enough of a CommandContext for synchronous identity commands. */
 function context(argv: string[], os: 'linux' | 'windows', platform: Record<string, unknown>) {

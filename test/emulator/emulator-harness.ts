@@ -1,10 +1,10 @@
 import { systemClock } from '../../src/runtime/clock.js';
 import { composeSpec, withHostname, withMounts, type OciMount } from '../../src/runtime/oci/spec.js';
-import { registerBuiltinCommands } from '../../src/runtime/process/builtin-commands.js';
-import { CommandRegistry, type ExecutionTarget } from '../../src/runtime/process/command-registry.js';
-import { ProcessTable } from '../../src/runtime/process/process-table.js';
-import { ContainerFiles } from '../../src/runtime/process/container-files.js';
-import { SimulatedProcess } from '../../src/runtime/process/simulated-process.js';
+import { registerBuiltinCommands } from '../../src/emulator/builtin-commands.js';
+import { CommandRegistry, type ExecutionTarget } from '../../src/emulator/command-registry.js';
+import { ProcessTable } from '../../src/emulator/process-table.js';
+import { ContainerFiles } from '../../src/emulator/container-files.js';
+import { SimulatedProcess } from '../../src/emulator/simulated-process.js';
 
 export interface RunResult {
   stdout: string;

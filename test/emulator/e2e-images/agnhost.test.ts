@@ -1,6 +1,6 @@
 import { createSocket } from 'node:dgram';
 import { expect } from 'chai';
-import { ContainerFiles } from '../../../src/runtime/process/container-files.js';
+import { ContainerFiles } from '../../../src/emulator/container-files.js';
 import { run, start, testTarget } from '../emulator-harness.js';
 import { waitUntil } from '../../support/wait.js';
 

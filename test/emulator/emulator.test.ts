@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { COMMAND_NOT_FOUND } from '../../src/runtime/process/command-registry.js';
-import { evaluateArithmetic, parseShellScript, ShellSyntaxError } from '../../src/runtime/process/shell.js';
-import { CommandNotFoundError } from '../../src/runtime/process/simulated-process.js';
+import { COMMAND_NOT_FOUND } from '../../src/emulator/command-registry.js';
+import { evaluateArithmetic, parseShellScript, ShellSyntaxError } from '../../src/emulator/shell/index.js';
+import { CommandNotFoundError } from '../../src/emulator/simulated-process.js';
 import { waitUntil } from '../support/wait.js';
 import { run, start, testRegistry, testTarget } from './emulator-harness.js';
 

@@ -1,4 +1,4 @@
-import type { OciSpec } from '../oci/spec.js';
+import type { OciSpec } from '../runtime/oci/spec.js';
 import type { ContainerFiles } from './container-files.js';
 import type { ProcessSignal } from './process-signal.js';
 import type { ProcessTable } from './process-table.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ProcessSignal } from '../../src/runtime/process/process-signal.js';
+import { ProcessSignal } from '../../src/emulator/process-signal.js';
 
 describe('ProcessSignal', () => {
   it('is not aborted and has no reason until a signal arrives; then keeps the first one', () => {

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../runtime/clock.js';
 import {
   COMMAND_NOT_FOUND,
   commandKey,

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ImageProgram } from '../images/image-program.js';
-import type { CredentialSpecDocument } from '../windows/credential-spec.js';
-import { identityOf } from '../windows/identity-command-registration.js';
+import type { ImageProgram } from '../runtime/images/image-program.js';
+import type { CredentialSpecDocument } from '../runtime/windows/credential-spec.js';
 import { commandKey, untilSignal, type CommandContext, type RegisteredCommand, type WaitForSignal } from './command-registry.js';
 import { listenInPod, untilSignalled, type PodListener } from './pod-web-server.js';
 import { signalNumber } from './signals.js';
+import { identityOf } from './windows-identity.js';
 
 /**
  * The annotation in which the kubelet hands a container's `ports` to the runtime, as JSON
