@@ -462,9 +462,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       // kubeadm. The address it dials follows the default --kubelet-preferred-address-types.
       '--kubelet-client-certificate', kubeletClient.cert,
       '--kubelet-client-key', kubeletClient.key,
-      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints validation
-      // refuses; nothing here uses that Service.
-      '--endpoint-reconciler-type', 'none',
+      // The default endpoint reconciler stays: it cannot publish the `kubernetes` Service's
+      // endpoint (127.0.0.1, which Endpoints validation refuses as loopback) and logs that every
+      // 10 s, and the API server works on; nothing here reaches it through that Service.
       ...(opts.apiServerArgs ?? []),
     ];
     const startApi = async (port: number) => {
