@@ -196,6 +196,17 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler, kube-control
     expect(await plane().kubectlOk(['get', 'pod', 'iis', '-n', 'sched', '-o', 'jsonpath={.spec.serviceAccountName}'])).to.equal('default');
   });
 
+  it('kube-apiserver keeps the defaults a user\'s cluster has for reaching kubelets, admission and endpoints', () => {
+    const pid = plane().pids()['kube-apiserver'];
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const flags = args.filter((a) => a.startsWith('--')).map((a) => a.replace(/=.*$/, ''));
+    expect(flags).to.include.members(['--authorization-mode', '--enable-admission-plugins', '--kubelet-client-certificate']);
+    expect(flags).to.not.include.members(['--kubelet-preferred-address-types']);
+    expect(flags).to.not.include.members(['--disable-admission-plugins']);
+    expect(flags).to.not.include.members(['--endpoint-reconciler-type']);
+    expect(plane().pids()['kube-controller-manager']).to.be.a('number');
+  });
+
   it('hands out ClusterIPs from a loopback range', async () => {
     expect(await plane().kubectlOk(['get', 'service', 'kubernetes', '-n', 'default', '-o', 'jsonpath={.spec.clusterIP}'])).to.equal('127.96.0.1');
   });
