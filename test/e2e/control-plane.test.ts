@@ -1,6 +1,7 @@
-// The test control plane (test/support/control-plane.ts): real etcd, kube-apiserver and
-// kube-scheduler (Kubernetes v1.34.12, etcd v3.6.14, built by scripts/install-tools.mjs) on
-// loopback, driven through the real kubectl. Outside CI it is skipped when they are not built.
+// The test control plane (test/support/control-plane.ts): real etcd, kube-apiserver,
+// kube-scheduler and kube-controller-manager (Kubernetes v1.34.12, etcd v3.6.14, built by
+// scripts/install-tools.mjs) on loopback, driven through the real kubectl. Outside CI it is
+// skipped when they are not built.
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,8 +20,9 @@ import {
   type ControlPlane,
 } from '../support/control-plane.js';
 import { processRunning } from '../support/process.js';
+import { until } from '../support/wait.js';
 
-describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function () {
+describe('test control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager)', function () {
   this.timeout(120_000);
   let cp: ControlPlane | undefined;
   const plane = (): ControlPlane => {
@@ -51,13 +53,54 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     expect(json.serverVersion).to.include({ major: '1', minor: '34', gitVersion: KUBERNETES_VERSION });
   });
 
-  it('ensureNamespace() creates the namespace, its ServiceAccounts and kube-root-ca.crt', async () => {
+  it('ensureNamespace() creates the namespace and its own ServiceAccounts; kube-controller-manager adds `default` and kube-root-ca.crt', async () => {
     await plane().ensureNamespace('gmsa-smoke', ['default', 'webapp']);
     await plane().ensureNamespace('gmsa-smoke'); // idempotent
     const sas = await plane().kubectlOk(['get', 'serviceaccounts', '-n', 'gmsa-smoke', '-o', 'jsonpath={.items[*].metadata.name}']);
     expect(sas.split(' ').sort()).to.deep.equal(['default', 'webapp']);
+    // The root-ca-cert-publisher controller's ConfigMap: the CA of the API server's certificate.
     const ca = await plane().kubectlOk(['get', 'configmap', 'kube-root-ca.crt', '-n', 'gmsa-smoke', '-o', 'jsonpath={.data.ca\\.crt}']);
     expect(ca).to.equal(plane().caData);
+    // A namespace made without the harness gets them too: the controllers' work, not ensureNamespace's.
+    await plane().kubectlOk(['create', 'namespace', 'bare']);
+    const made = await until('default ServiceAccount and kube-root-ca.crt in namespace bare', 60_000, async () => {
+      const res = await plane().kubectl(['get', 'serviceaccount/default', 'configmap/kube-root-ca.crt', '-n', 'bare', '-o', 'name']);
+      return res.code === 0 ? res.stdout : undefined;
+    });
+    expect(made).to.equal('serviceaccount/default\nconfigmap/kube-root-ca.crt\n');
+  });
+
+  it('kube-controller-manager: a Deployment gets its ReplicaSet and pods; deleting it (and a namespace) collects them', async () => {
+    await plane().ensureNamespace('deploy');
+    await plane().apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'deploy' },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          // No node matches: the pods stay Pending; creating them is the controllers' part.
+          spec: { nodeSelector: { 'kubernetes.io/os': 'windows', nowhere: 'true' }, containers: [{ name: 'iis', image: 'mcr.microsoft.com/windows/servercore/iis' }] },
+        },
+      },
+    });
+    const pods = await until('the Deployment\'s two pods', 60_000, async () => {
+      const list = JSON.parse(await plane().kubectlOk(['get', 'pods', '-n', 'deploy', '-l', 'app=web', '-o', 'json'])) as { items: { metadata: { ownerReferences?: { kind: string }[] } }[] };
+      return list.items.length === 2 ? list.items : undefined;
+    });
+    expect(pods.map((p) => p.metadata.ownerReferences?.[0]?.kind)).to.deep.equal(['ReplicaSet', 'ReplicaSet']);
+    // The garbage collector deletes the ReplicaSet and its pods after their owner (background propagation).
+    await plane().kubectlOk(['delete', 'deployment', 'web', '-n', 'deploy', '--wait=true', '--timeout=60s']);
+    await until('the ReplicaSet and pods collected', 60_000, async () => {
+      const left = await plane().kubectlOk(['get', 'replicasets,pods', '-n', 'deploy', '-o', 'name']);
+      return left.trim() === '' ? true : undefined;
+    });
+    // The namespace controller finishes a namespace's deletion (no finalizer left behind).
+    const deleted = await plane().kubectl(['delete', 'namespace', 'deploy', '--wait=true', '--timeout=60s'], { timeoutMs: 70_000 });
+    expect(deleted.code, deleted.stderr).to.equal(0);
+    expect((await plane().kubectl(['get', 'namespace', 'deploy'])).stderr).to.contain('namespaces "deploy" not found');
   });
 
   it('a node token authenticates as system:node:<name> in system:nodes, under the Node authorizer', async () => {
@@ -111,17 +154,30 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
     expect(DEFAULT_NODE_NAMES).to.have.length(16);
   });
 
-  it('the scheduler binds a windows pod to a Node the node registered itself', async () => {
+  it('the scheduler binds a windows pod to a Node the node registered itself, once the node lifecycle controller lifts the not-ready taint', async () => {
     const kubeconfig = await plane().nodeKubeconfig('winsim-2');
-    // A Node as a kubelet registers it (NodeRestriction lets it create its own Node only).
-    await plane().kubectlOk(['create', '-f', '-'], {
+    // A Node as a kubelet registers it (NodeRestriction lets it create its own Node only), Ready.
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const created = JSON.parse(await plane().kubectlOk(['create', '-o', 'json', '-f', '-'], {
       kubeconfig,
       input: JSON.stringify({
         apiVersion: 'v1',
         kind: 'Node',
         metadata: { name: 'winsim-2', labels: { 'kubernetes.io/os': 'windows', 'kubernetes.io/hostname': 'winsim-2' } },
-        status: { capacity: { cpu: '4', memory: '8Gi', pods: '110' }, allocatable: { cpu: '4', memory: '8Gi', pods: '110' } },
+        status: {
+          capacity: { cpu: '4', memory: '8Gi', pods: '110' },
+          allocatable: { cpu: '4', memory: '8Gi', pods: '110' },
+          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }],
+        },
       }),
+    })) as { spec: { taints?: { key: string; effect: string }[] } };
+    // The TaintNodesByCondition admission plugin taints every new Node
+    // (plugin/pkg/admission/nodetaint/admission.go, v1.34)…
+    expect(created.spec.taints?.map((t) => `${t.key}:${t.effect}`)).to.deep.equal(['node.kubernetes.io/not-ready:NoSchedule']);
+    // …and the node lifecycle controller lifts the taint of a Ready node.
+    await until('the not-ready taint of winsim-2 lifted', 60_000, async () => {
+      const taints = await plane().kubectlOk(['get', 'node', 'winsim-2', '-o', 'jsonpath={.spec.taints}']);
+      return taints.trim() === '' ? true : undefined;
     });
     await plane().ensureNamespace('sched');
     await plane().apply({
@@ -136,8 +192,19 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
       if (nodeName === '') await new Promise((r) => setTimeout(r, 250));
     }
     expect(nodeName).to.equal('winsim-2');
-    // The ServiceAccount admission plugin gave it the `default` account ensureNamespace made.
+    // The ServiceAccount admission plugin gave it the `default` account the controller made.
     expect(await plane().kubectlOk(['get', 'pod', 'iis', '-n', 'sched', '-o', 'jsonpath={.spec.serviceAccountName}'])).to.equal('default');
+  });
+
+  it('kube-apiserver keeps the defaults a user\'s cluster has for reaching kubelets, admission and endpoints', () => {
+    const pid = plane().pids()['kube-apiserver'];
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const flags = args.filter((a) => a.startsWith('--')).map((a) => a.replace(/=.*$/, ''));
+    expect(flags).to.include.members(['--authorization-mode', '--enable-admission-plugins', '--kubelet-client-certificate']);
+    expect(flags).to.not.include.members(['--kubelet-preferred-address-types']);
+    expect(flags).to.not.include.members(['--disable-admission-plugins']);
+    expect(flags).to.not.include.members(['--endpoint-reconciler-type']);
+    expect(plane().pids()['kube-controller-manager']).to.be.a('number');
   });
 
   it('hands out ClusterIPs from a loopback range', async () => {
@@ -172,8 +239,9 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
           apiVersion: 'v1',
           kind: 'Node',
           metadata: { name: 'winsim-1', labels: { 'kubernetes.io/os': 'windows' } },
-          // Hostname first: the API server must still pick the InternalIP (no DNS lookup).
-          status: { addresses: [{ type: 'Hostname', address: 'winsim-1' }, { type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: port } } },
+          // What a simulated node reports: an InternalIP alone, which the API server dials with
+          // its default --kubelet-preferred-address-types (no Hostname address to look up).
+          status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }], daemonEndpoints: { kubeletEndpoint: { Port: port } } },
         }),
       });
       // A pod bound to that node: `kubectl logs` goes through the API server to the kubelet.
@@ -186,11 +254,13 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
       });
       expect(await plane().kubectlOk(['logs', '-n', 'logs', 'web', '-c', 'iis', '--tail=5'])).to.equal('ok');
       expect(seen).to.deep.equal(['system:masters kube-apiserver-kubelet-client /containerLogs/logs/web/iis?tailLines=5']);
-      // The node proxy subresource refuses loopback addresses upstream (proxyutil.IsProxyableIP,
-      // pkg/registry/core/node/strategy.go, v1.34): kubelet endpoints are reached via pods/log,
-      // exec, attach and port-forward only.
+      // The node proxy subresource refuses every address that is not global unicast, loopback
+      // included (isProxyableHostname, pkg/registry/core/node/strategy.go, v1.34), whatever the
+      // flags: kubelet endpoints are reached via pods/log, exec, attach and port-forward only.
+      // The stand-in saw no request for it.
       const proxied = await plane().kubectl(['get', '--raw', '/api/v1/nodes/winsim-1/proxy/healthz']);
       expect(proxied.stderr).to.contain('Error from server (BadRequest): address not allowed');
+      expect(seen).to.have.length(1);
     } finally {
       const srv = server;
       if (srv) {
@@ -219,7 +289,7 @@ describe('test control plane (etcd, kube-apiserver, kube-scheduler)', function (
 
   it('stop() ends every process and removes every file', async () => {
     const pids = Object.values(plane().pids());
-    expect(pids).to.have.length(3);
+    expect(pids).to.have.length(4);
     const { dir } = plane();
     expect(existsSync(dir)).to.equal(true);
     await plane().stop();

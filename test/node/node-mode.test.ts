@@ -1,15 +1,18 @@
-// Node mode against a real control plane (etcd, kube-apiserver, kube-scheduler built from the
-// pinned modules under tools/; no mock): simulated Windows nodes register, get pods from the real
-// scheduler, and report them through the API, all seen through the real kubectl and crictl.
+// Node mode against a real control plane (etcd, kube-apiserver, kube-scheduler and
+// kube-controller-manager built from the pinned modules under tools/, kube-apiserver with its
+// default kubelet flags; no mock): simulated Windows nodes register, get pods from the real
+// scheduler and controllers, and report them through the API, all seen through the real kubectl
+// and crictl.
 // Upstream texts pinned here follow kubernetes v1.34: pkg/kubelet/lifecycle/predicate.go
 // (PodOSNotSupported), pkg/kubelet/nodestatus/setters.go (conditions), pkg/kubelet/events and
 // kuberuntime (event reasons and texts).
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
+import { controlPlaneTools, startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
 import { crictlJson, runCrictl } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
@@ -81,7 +84,12 @@ describe('node mode against a real control plane', function () {
     const node = await kubectlJson(['get', 'node', 'winsim-1']);
     expect(node.metadata.labels).to.include({ 'kubernetes.io/os': 'windows', 'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': 'winsim-1', 'node.kubernetes.io/windows-build': '10.0.20348' });
     expect(node.status.nodeInfo).to.include({ operatingSystem: 'windows', architecture: 'amd64', kubeletVersion: 'v1.34.12', containerRuntimeVersion: 'cri-winsim://0.1.0', osImage: 'Windows Server 2022 Datacenter' });
-    expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: 'winsim-1' }]);
+    // InternalIP alone: what kube-apiserver's default --kubelet-preferred-address-types
+    // (Hostname first) can dial without a DNS name for the node.
+    expect(node.status.addresses).to.deep.equal([{ type: 'InternalIP', address: '127.0.0.1' }]);
+    // TaintNodesByCondition tainted the new Node not-ready; the node lifecycle controller lifted
+    // it once the node was Ready.
+    await until('winsim-1 without taints', 60_000, async () => ((await kubectlJson(['get', 'node', 'winsim-1'])).spec.taints === undefined ? true : undefined));
     expect(node.status.daemonEndpoints.kubeletEndpoint.Port).to.be.above(0);
     expect(node.status.capacity).to.include({ pods: '110', cpu: '4' });
     const conditions = Object.fromEntries(node.status.conditions.map((c: any) => [c.type, [c.status, c.reason, c.message]]));
@@ -144,6 +152,100 @@ describe('node mode against a real control plane', function () {
     expect(logs).to.equal('hello from a simulated windows node\n');
     const exec = await cp.kubectl(['exec', 'greeter', '--', 'hostname'], { timeoutMs: 30_000 });
     expect(exec.stdout.trim(), exec.stderr).to.equal('greeter');
+  });
+
+  it('kubectl attach reaches the main process of a container through the API server and the kubelet server', async () => {
+    await cp.apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'console', namespace: 'default' },
+      spec: {
+        nodeSelector: { 'kubernetes.io/os': 'windows' },
+        restartPolicy: 'Never',
+        containers: [{ name: 'shell', image: SERVERCORE, command: ['sh'], stdin: true, stdinOnce: true }],
+      },
+    });
+    await until('console Running', 60_000, async () => ((await podJson('console')).status.phase === 'Running' ? true : undefined));
+    // The line runs in the main sh; kubectl's end of stdin closes it (stdinOnce) and sh exits.
+    const res = await cp.kubectl(['attach', '-i', 'console', '-c', 'shell'], { input: 'echo hello from attach\n', timeoutMs: 30_000 });
+    expect([res.code, res.stdout], res.stderr).to.deep.equal([0, 'hello from attach\n']);
+    const done = await until('console Succeeded', 30_000, async () => {
+      const p = await podJson('console');
+      return p.status.phase === 'Succeeded' ? p : undefined;
+    });
+    expect(done.status.containerStatuses[0].state.terminated).to.include({ exitCode: 0, reason: 'Completed' });
+  });
+
+  it('the API server\'s node proxy refuses the node\'s loopback address, whatever the flags', async () => {
+    // isProxyableHostname (pkg/registry/core/node/strategy.go, v1.34) allows global unicast
+    // addresses only; logs, exec, attach and port-forward take another path.
+    const proxied = await cp.kubectl(['get', '--raw', '/api/v1/nodes/winsim-1/proxy/healthz']);
+    expect([proxied.code, proxied.stderr]).to.deep.equal([1, 'Error from server (BadRequest): address not allowed\n']);
+  });
+
+  it('runs a Deployment: kube-controller-manager creates its pods, they turn Ready on the node, and kubectl port-forward reaches one', async () => {
+    await cp.apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'iis', namespace: 'default' },
+      spec: {
+        replicas: 3,
+        selector: { matchLabels: { app: 'iis' } },
+        template: {
+          metadata: { labels: { app: 'iis' } },
+          spec: {
+            nodeSelector: { 'kubernetes.io/os': 'windows' },
+            terminationGracePeriodSeconds: 1,
+            containers: [{
+              name: 'iis',
+              image: 'mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022',
+              ports: [{ containerPort: 80 }],
+              readinessProbe: { httpGet: { path: '/iisstart.htm', port: 80 }, periodSeconds: 1 },
+            }],
+          },
+        },
+      },
+    });
+    // kubectl's text (staging/src/k8s.io/kubectl/pkg/polymorphichelpers/rollout_status.go, v1.34).
+    const rollout = await cp.kubectl(['rollout', 'status', 'deployment/iis', '--timeout=90s'], { timeoutMs: 100_000 });
+    expect(rollout.stdout, rollout.stderr).to.contain('deployment "iis" successfully rolled out\n');
+    const deployment = await kubectlJson(['get', 'deployment', 'iis']);
+    expect(deployment.status).to.include({ replicas: 3, readyReplicas: 3, availableReplicas: 3 });
+    const pods = (await kubectlJson(['get', 'pods', '-l', 'app=iis'])).items;
+    expect(pods.map((p: any) => [p.metadata.ownerReferences[0].kind, p.spec.nodeName, p.spec.serviceAccountName, p.status.phase])).to.deep.equal([
+      ['ReplicaSet', 'winsim-1', 'default', 'Running'], ['ReplicaSet', 'winsim-1', 'default', 'Running'], ['ReplicaSet', 'winsim-1', 'default', 'Running'],
+    ]);
+    expect(new Set(pods.map((p: any) => p.status.podIP)).size).to.equal(3);
+
+    const forward = spawn(controlPlaneTools().paths.kubectl, ['--kubeconfig', cp.adminKubeconfig, 'port-forward', 'deployment/iis', ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const localPort = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`kubectl port-forward said nothing useful: ${out}`)), 30_000);
+        const onData = (c: Buffer): void => {
+          out += c.toString();
+          const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 80/.exec(out);
+          if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+        };
+        forward.stdout.on('data', onData);
+        forward.stderr.on('data', onData);
+        forward.once('exit', (code) => { clearTimeout(timer); reject(new Error(`kubectl port-forward exited (${code}): ${out}`)); });
+      });
+      const res = await fetch(`http://127.0.0.1:${localPort}/iisstart.htm`, { signal: AbortSignal.timeout(20_000) });
+      expect(res.status).to.equal(200);
+      await res.text();
+    } finally {
+      forward.kill('SIGKILL');
+      await new Promise((r) => (forward.exitCode !== null || forward.signalCode !== null ? r(undefined) : forward.once('exit', r)));
+    }
+
+    // Deleted, the garbage collector removes its ReplicaSet and pods, and the kubelet their sandboxes.
+    await cp.kubectlOk(['delete', 'deployment', 'iis']);
+    await until('the pods of deployment iis gone', 60_000, async () => ((await kubectlJson(['get', 'pods', '-l', 'app=iis'])).items.length === 0 ? true : undefined));
+    await until('the runtime has no sandbox of deployment iis', 20_000, async () => {
+      const ps = await crictlJson(endpoint1(), ['pods', '--label', 'app=iis', '-o', 'json']);
+      return ps.items.length === 0 ? true : undefined;
+    });
   });
 
   // kubernetes v1.34 pkg/kubelet/kubelet_pods.go generateAPIPodStatus ("HostNetwork Pods inherit

@@ -1,28 +1,26 @@
-// A real Kubernetes control plane for the node-mode suites: etcd, kube-apiserver and
-// kube-scheduler built from the pinned modules under tools/ (scripts/install-tools.mjs), started
-// on loopback with random free ports in a fresh temporary directory, and stopped again leaving
-// no process and no file behind.
+// A real Kubernetes control plane for the node-mode suites: etcd, kube-apiserver,
+// kube-scheduler and kube-controller-manager built from the pinned modules under tools/
+// (scripts/install-tools.mjs), started on loopback with random free ports in a fresh temporary
+// directory, and stopped again leaving no process and no file behind.
+//
+// The API server runs with the flags a user's cluster has (kubeadm's set, less what only a
+// multi-host cluster needs) and otherwise kube-apiserver's defaults: in particular the default
+// --kubelet-preferred-address-types (Hostname first) and all default admission plugins,
+// TaintNodesByCondition included, so the tests meet the clusters users run. The controller
+// manager runs as kubeadm runs it: it creates every namespace's `default` ServiceAccount and
+// `kube-root-ca.crt`, runs Deployments, ReplicaSets and Jobs, garbage-collects, finishes namespace
+// deletion, and its node lifecycle controller lifts the not-ready taint of Ready nodes — and
+// taints and evicts from nodes whose heartbeats stop (50 s grace, then NoExecute with the
+// DefaultTolerationSeconds admission plugin's 300 s toleration).
 //
 // Authentication is a static token file (written once at start: the API server reads it only
 // then), so every identity a suite will use must be known up front:
 //   - the admin, user `cri-winsim-admin` in `system:masters`;
 //   - one token per node name, user `system:node:<name>` in `system:nodes` — what the Node
 //     authorizer and the NodeRestriction admission plugin recognise as that node's kubelet;
-//   - kube-scheduler, user `system:kube-scheduler` (bootstrap RBAC binds its role).
+//   - kube-scheduler, user `system:kube-scheduler`, and kube-controller-manager, user
+//     `system:kube-controller-manager` (bootstrap RBAC binds their roles).
 // Authorization is `Node,RBAC`, as kubeadm sets it up.
-//
-// There is no kube-controller-manager. What its controllers would do that the suites need is
-// done here or by a helper instead:
-//   - ServiceAccounts: ensureNamespace(ns, serviceAccounts) creates the namespace, its
-//     ServiceAccounts (default: `default`) and the `kube-root-ca.crt` ConfigMap (the
-//     service-account and root-ca-cert-publisher controllers' work); start() does it for
-//     `default`.
-//   - The node lifecycle controller is what lifts the `node.kubernetes.io/not-ready` taint that
-//     the TaintNodesByCondition admission plugin puts on every new Node; without it that taint
-//     would stay and the scheduler would never place a pod. So that plugin is disabled here,
-//     and new Nodes carry only the taints their kubelet registers (--register-with-taints).
-//   - No Deployment/ReplicaSet/Job controllers, no garbage collector, no namespace deletion
-//     (a deleted namespace stays Terminating): suites create Pods directly.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
@@ -36,7 +34,7 @@ import { toolsBinDir } from './paths.js';
 import { runProcess, type ProcessResult } from './process.js';
 
 /** The programs this harness runs, all in .tools/bin. */
-export const CONTROL_PLANE_TOOLS = ['etcd', 'kube-apiserver', 'kube-scheduler', 'kubectl'] as const;
+export const CONTROL_PLANE_TOOLS = ['etcd', 'kube-apiserver', 'kube-scheduler', 'kube-controller-manager', 'kubectl'] as const;
 export type ControlPlaneTool = (typeof CONTROL_PLANE_TOOLS)[number];
 
 /** The Kubernetes release pinned in tools/kubernetes/go.mod (what `kubectl version` reports). */
@@ -126,8 +124,10 @@ export interface ControlPlane {
   /** `kubectl apply -f -` of a manifest (YAML/JSON text, or an object sent as JSON). */
   apply(manifest: string | object): Promise<string>;
   /**
-   * Creates namespace `ns` if absent, the ServiceAccounts named (default `['default']`) and the
-   * `kube-root-ca.crt` ConfigMap, as kube-controller-manager's controllers would. Idempotent.
+   * Creates namespace `ns` if absent and the ServiceAccounts named other than `default`, then
+   * waits until kube-controller-manager has created the namespace's `default` ServiceAccount
+   * and `kube-root-ca.crt` ConfigMap (a pod created before its ServiceAccount exists is
+   * refused by the ServiceAccount admission plugin). Idempotent.
    */
   ensureNamespace(ns: string, serviceAccounts?: readonly string[]): Promise<void>;
   /**
@@ -136,14 +136,14 @@ export interface ControlPlane {
    */
   grantToNodes(name: string, rules: readonly PolicyRule[]): Promise<void>;
   /** Recent output of one component (last lines kept). */
-  logs(component: 'etcd' | 'kube-apiserver' | 'kube-scheduler'): string;
+  logs(component: Component): string;
   /** Process ids of the running components (for leak checks). */
   pids(): Partial<Record<Component, number>>;
   /** Whether the API server process is running. */
   apiServerRunning(): boolean;
   /**
-   * Stops the API server alone: SIGTERM, then SIGKILL after opts.graceMs (default 5 s). etcd
-   * and the scheduler keep running. While clients hold watches open, kube-apiserver's own
+   * Stops the API server alone: SIGTERM, then SIGKILL after opts.graceMs (default 5 s). etcd,
+   * the scheduler and the controller manager keep running. While clients hold watches open, kube-apiserver's own
    * graceful shutdown waits for them up to its request timeout (60 s), hence the bound.
    */
   stopApiServer(opts?: { graceMs?: number }): Promise<void>;
@@ -155,7 +155,7 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-export type Component = 'etcd' | 'kube-apiserver' | 'kube-scheduler';
+export type Component = 'etcd' | 'kube-apiserver' | 'kube-scheduler' | 'kube-controller-manager';
 
 const LINES_KEPT = 300;
 /** How long the API server may take over a SIGTERM before it is killed. */
@@ -374,7 +374,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const stopAll = () => {
     stopping ??= (async () => {
       try {
-        await terminate(procs['kube-scheduler'], 5_000);
+        await Promise.all([terminate(procs['kube-controller-manager'], 5_000), terminate(procs['kube-scheduler'], 5_000)]);
         await terminate(procs['kube-apiserver'], API_SERVER_GRACE_MS);
         await terminate(procs.etcd, 5_000);
       } finally {
@@ -399,10 +399,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const token = () => randomBytes(24).toString('hex');
     const adminToken = token();
     const schedulerToken = token();
+    const controllerManagerToken = token();
     const nodeTokens = new Map(nodeNames.map((n) => [n, token()]));
     const tokenLines = [
       [adminToken, ADMIN_USER, 'uid-admin', 'system:masters'],
       [schedulerToken, 'system:kube-scheduler', 'uid-kube-scheduler', ''],
+      [controllerManagerToken, 'system:kube-controller-manager', 'uid-kube-controller-manager', ''],
       ...nodeNames.map((n) => [nodeTokens.get(n) as string, `system:node:${n}`, `uid-node-${n}`, 'system:nodes']),
     ];
     const tokenFile = join(dir, 'tokens.csv');
@@ -453,19 +455,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--service-account-key-file', saPub,
       '--service-account-signing-key-file', saKey,
       '--service-cluster-ip-range', opts.serviceClusterIpRange ?? '127.96.0.0/16',
-      // kubeadm enables NodeRestriction too; TaintNodesByCondition is off because no node
-      // lifecycle controller would ever lift its not-ready taint (see the file's head).
+      // The default admission plugins plus NodeRestriction, as kubeadm.
       '--enable-admission-plugins', 'NodeRestriction',
-      '--disable-admission-plugins', 'TaintNodesByCondition',
       '--allow-privileged=true',
-      // How the API server reaches kubelets (logs, exec): their InternalIP (loopback here),
-      // never a Hostname address that would need DNS, with a client certificate.
-      '--kubelet-preferred-address-types', 'InternalIP',
+      // The client certificate the API server presents to kubelets (logs, exec, …), as
+      // kubeadm. The address it dials follows the default --kubelet-preferred-address-types.
       '--kubelet-client-certificate', kubeletClient.cert,
       '--kubelet-client-key', kubeletClient.key,
-      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints validation
-      // refuses; nothing here uses that Service.
-      '--endpoint-reconciler-type', 'none',
+      // The default endpoint reconciler stays: it cannot publish the `kubernetes` Service's
+      // endpoint (127.0.0.1, which Endpoints validation refuses as loopback) and logs that every
+      // 10 s, and the API server works on; nothing here reaches it through that Service.
       ...(opts.apiServerArgs ?? []),
     ];
     const startApi = async (port: number) => {
@@ -487,6 +486,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await writeFile(adminKubeconfig, kubeconfigText(server, caData, ADMIN_USER, adminToken), { mode: 0o600 });
     const schedulerKubeconfig = join(dir, 'kube-scheduler.kubeconfig');
     await writeFile(schedulerKubeconfig, kubeconfigText(server, caData, 'system:kube-scheduler', schedulerToken), { mode: 0o600 });
+    const controllerManagerKubeconfig = join(dir, 'kube-controller-manager.kubeconfig');
+    await writeFile(controllerManagerKubeconfig, kubeconfigText(server, caData, 'system:kube-controller-manager', controllerManagerToken), { mode: 0o600 });
+    // What the root-ca-cert-publisher controller publishes as `kube-root-ca.crt` in every
+    // namespace: the CA of the API server's serving certificate (kubeadm: its cluster CA).
+    const rootCaFile = join(certDir, 'ca.crt');
+    await writeFile(rootCaFile, caData);
 
     const kubectl = async (args: readonly string[], kopts: KubectlOptions = {}): Promise<KubectlResult> => {
       // --cache-dir: kubectl's discovery and HTTP caches stay in the temp dir instead of ~/.kube.
@@ -507,26 +512,28 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     };
     const apply = (manifest: string | object) => kubectlOk(['apply', '-f', '-'], { input: typeof manifest === 'string' ? manifest : JSON.stringify(manifest) });
 
+    /**
+     * Until kube-controller-manager's service-account and root-ca-cert-publisher controllers
+     * have created `default` and `kube-root-ca.crt` in ns: the token volume the ServiceAccount
+     * admission plugin adds to every pod projects that ConfigMap.
+     */
+    const namespaceReady = (ns: string) => waitFor(`the default ServiceAccount and kube-root-ca.crt of namespace ${ns} (kube-controller-manager)`,
+      readyTimeoutMs, procs['kube-controller-manager'], async () => {
+        const res = await kubectl(['get', 'serviceaccount/default', 'configmap/kube-root-ca.crt', '-n', ns, '-o', 'name'], { timeoutMs: 15_000 });
+        return res.code === 0;
+      });
     const ensureNamespace = async (ns: string, serviceAccounts: readonly string[] = ['default']) => {
+      // `default` is the controller's to create; others are the suite's own, as a user's.
       const items: object[] = [
         { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-        ...serviceAccounts.map((sa) => ({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: ns } })),
-        // As the root-ca-cert-publisher controller publishes it; the service-account token
-        // volume the ServiceAccount admission plugin adds to pods projects it.
-        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: ns }, data: { 'ca.crt': caData } },
+        ...serviceAccounts.filter((sa) => sa !== 'default').map((sa) => ({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: ns } })),
       ];
       await apply({ apiVersion: 'v1', kind: 'List', items });
+      await namespaceReady(ns);
     };
 
-    // The API server creates kube-system, kube-public, kube-node-lease and default just after
-    // it reports ready; node leases need kube-node-lease.
-    await waitFor('the system namespaces', readyTimeoutMs, procs['kube-apiserver'], async () => {
-      const res = await kubectl(['get', 'namespace', 'default', 'kube-system', 'kube-node-lease', '-o', 'name'], { timeoutMs: 15_000 });
-      return res.code === 0;
-    });
-    await ensureNamespace('default');
-
-    if (opts.scheduler ?? true) {
+    const startScheduler = async () => {
+      if (!(opts.scheduler ?? true)) return;
       await onFreePort(() => procs['kube-scheduler'], async (schedulerPort) => {
         procs['kube-scheduler'] = launch(paths['kube-scheduler'], [
           '--kubeconfig', schedulerKubeconfig,
@@ -543,7 +550,45 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           return res?.status === 200;
         });
       });
-    }
+    };
+    // Started as kubeadm starts it (cmd/kubeadm/app/phases/controlplane/manifests.go
+    // getControllerManagerCommand, v1.34), less the front-proxy and cluster-signing files: no
+    // aggregated API server here, and no kubelet asks for a certificate (nodes use tokens), so
+    // the csrsigning controller is skipped, which it logs.
+    const startControllerManager = () => onFreePort(() => procs['kube-controller-manager'], async (port) => {
+      procs['kube-controller-manager'] = launch(paths['kube-controller-manager'], [
+        '--kubeconfig', controllerManagerKubeconfig,
+        '--authentication-kubeconfig', controllerManagerKubeconfig,
+        '--authorization-kubeconfig', controllerManagerKubeconfig,
+        '--bind-address', '127.0.0.1',
+        '--secure-port', String(port),
+        '--root-ca-file', rootCaFile,
+        '--service-account-private-key-file', saKey,
+        '--use-service-account-credentials=true',
+        '--controllers', '*,bootstrapsigner,tokencleaner',
+        // One controller manager: no leader election, so an API server restart longer than the
+        // renew deadline (10 s) does not make it exit.
+        '--leader-elect=false',
+      ], dir);
+      await waitFor(`kube-controller-manager on 127.0.0.1:${port}`, readyTimeoutMs, procs['kube-controller-manager'], async () => {
+        // /healthz is readable without authorization (its always-allowed paths).
+        const res = await httpsGet(`https://127.0.0.1:${port}/healthz`, controllerManagerToken, undefined);
+        return res?.status === 200;
+      });
+    });
+
+    // The API server creates kube-system, kube-public, kube-node-lease and default just after
+    // it reports ready; node leases need kube-node-lease. The scheduler and the controller
+    // manager start meanwhile, side by side: start-up is most of a suite's set-up time.
+    await Promise.all([
+      waitFor('the system namespaces', readyTimeoutMs, procs['kube-apiserver'], async () => {
+        const res = await kubectl(['get', 'namespace', 'default', 'kube-system', 'kube-node-lease', '-o', 'name'], { timeoutMs: 15_000 });
+        return res.code === 0;
+      }),
+      startScheduler(),
+      startControllerManager(),
+    ]);
+    await namespaceReady('default');
 
     const nodeToken = (n: string): string => {
       const t = nodeTokens.get(n);

@@ -196,10 +196,12 @@ export class NodeController {
           ? this.condition('Ready', true, 'KubeletReady', runtime.message, stamp)
           : this.condition('Ready', false, 'KubeletNotReady', runtime.message, stamp),
       ],
-      addresses: [
-        { type: 'InternalIP', address: id.nodeIp },
-        { type: 'Hostname', address: id.name },
-      ],
+      // InternalIP only. A kubelet also reports a Hostname address (nodestatus.NodeAddress), but
+      // here it would be the node's name, which no DNS resolves, and kube-apiserver's default
+      // --kubelet-preferred-address-types puts Hostname first
+      // (cmd/kube-apiserver/app/options/options.go, v1.34): logs, exec, attach and port-forward
+      // would dial `<name>:<port>` and fail. kwok's nodes report only addresses that resolve.
+      addresses: [{ type: 'InternalIP', address: id.nodeIp }],
       daemonEndpoints: { kubeletEndpoint: { Port: id.kubeletPort } },
       nodeInfo: {
         machineID: this.machineId,
