@@ -2,7 +2,7 @@
  * `npm run bench:nodes`: node mode at scale against a real API server, and kwok with the same
  * workload on the same control plane for comparison.
  *
- * The control plane is the test harness's (etcd, kube-apiserver, kube-scheduler on loopback). Two
+ * The control plane is the test harness's (etcd, kube-apiserver, kube-controller-manager, kube-scheduler on loopback; the figures below were measured before the controller manager joined it). Two
  * runs, one after the other, each on a clean set of nodes:
  *
  *   1. `cri-winsim node --nodes N` as a child process (N simulated Windows nodes, each with its

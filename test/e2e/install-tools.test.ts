@@ -16,12 +16,13 @@ const PINNED: Record<string, string> = {
   crictl: 'crictl version v1.34.0',
   critest: 'critest version: v1.34.0',
   'kube-apiserver': 'Kubernetes v1.34.12',
+  'kube-controller-manager': 'Kubernetes v1.34.12',
   'kube-scheduler': 'Kubernetes v1.34.12',
   kubectl: 'Client Version: v1.34.12',
   etcd: 'etcd Version: 3.6.14',
   kwok: 'kwok version v0.7.0 go1.26.8 (linux/amd64)',
 };
-const TEST_TOOLS = ['crictl', 'critest', 'kube-apiserver', 'kube-scheduler', 'kubectl', 'etcd'];
+const TEST_TOOLS = ['crictl', 'critest', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'etcd'];
 
 describe('scripts/install-tools.mjs', function () {
   this.timeout(20_000);
@@ -63,7 +64,7 @@ describe('scripts/install-tools.mjs', function () {
   it('without Go and outside CI: exits 0 and says which suites will be skipped', () => {
     const res = run({ CI: '' });
     expect(res.status, res.stderr).to.equal(0);
-    expect(res.stdout).to.contain('Go is not installed (`go` not found on PATH), so crictl, critest, kube-apiserver, kube-scheduler, kubectl, etcd cannot be built');
+    expect(res.stdout).to.contain('Go is not installed (`go` not found on PATH), so crictl, critest, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd cannot be built');
     expect(res.stdout).to.contain('the crictl and critest end-to-end suites; the node-mode suites (real control plane) will be SKIPPED');
     expect(res.stdout).not.to.contain('kwok');
   });
