@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { renderBarChart, type BarChart } from './chart.js';
 import { ratio, type LatencySummary } from './stats.js';
 import type { DiskSettling } from './disk.js';
+import type { ImageWorldResult } from './image-world.js';
 
 export type Target = 'runtime' | 'floor';
 
@@ -129,6 +130,8 @@ export interface BenchReport {
   lifecycle: LifecycleComparison[];
   lists: ListComparison[];
   kubelet: unknown;
+  /** Pull+start of an open-world image against a catalogue one (bench/image-world.ts); absent: --skip-images or failed (notes). */
+  imageWorld?: ImageWorldResult;
   targets: TargetCheck[];
   notes: string[];
 }

@@ -39,6 +39,7 @@ import { kubeletThroughputInChild } from './kubelet-process.js';
 import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator, LOAD_GENERATOR_NODE_ARGS } from './load-generator.js';
 import { NODE_FLAGS } from '../src/node-flags.js';
+import { IMAGE_WORLD_DEFAULTS, formatImageWorld, imageWorldTarget, measureImageWorld } from './image-world.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -105,6 +106,8 @@ interface Settings {
   lifecycle: boolean;
   scenarios: LifecycleComparison['scenario'][];
   lists: boolean;
+  /** The open-world images section (bench/image-world.ts); undefined: --skip-images. */
+  images: { iterations: number; seconds: number; warmupIterations: number } | undefined;
   /** Path of crictl for the Go-client list timing; undefined when not installed (.tools/bin/crictl). */
   crictl: string | undefined;
   /** Pod counts of the fake kubelet throughput runs (empty: skipped). */
@@ -149,7 +152,9 @@ two SVG charts to the output directory. bench/README.md explains each step.
   --disk-settle-seconds N   longest wait for the file system to settle, 0-1800 (default ${DEFAULT_DISK_SETTLE_SECONDS})
   --list-sizes LIST         live pods for the list timings (default 1000,10000,50000)
   --kubelet-sizes LIST      pod counts of the fake kubelet runs (default 100,1000)
-  --skip-lifecycle, --skip-lists, --skip-kubelet, --skip-nodes
+  --image-iterations N      open-world against catalogue pull+start, iterations per kind, 2-10000 (default ${IMAGE_WORLD_DEFAULTS.iterations})
+  --image-seconds N         the same, longest timed part, in (0, 600] (default ${IMAGE_WORLD_DEFAULTS.seconds})
+  --skip-lifecycle, --skip-lists, --skip-images, --skip-kubelet, --skip-nodes
   --node-scale=ARGS         options of the node-mode scale run that follows (bench/node-scale.ts,
                             its --help; default: its own, 1,000 nodes and 10,000 pods against kwok;
                             with --quick: --nodes 50 --pods 500)
@@ -192,6 +197,9 @@ const OPTIONS = {
   'skip-lifecycle': { type: 'boolean', default: false },
   scenarios: { type: 'string' },
   'skip-lists': { type: 'boolean', default: false },
+  'skip-images': { type: 'boolean', default: false },
+  'image-iterations': { type: 'string' },
+  'image-seconds': { type: 'string' },
   'kubelet-sizes': { type: 'string' },
   'skip-kubelet': { type: 'boolean', default: false },
   'skip-nodes': { type: 'boolean', default: false },
@@ -229,6 +237,12 @@ function parseSettings(argv: string[]): Settings | 'help' {
   }
   const diskSettleSeconds = values['disk-settle-seconds'] !== undefined ? Number(values['disk-settle-seconds']) : quick ? 0 : DEFAULT_DISK_SETTLE_SECONDS;
   if (!(diskSettleSeconds >= 0 && diskSettleSeconds <= 1800)) throw new UsageError(`--disk-settle-seconds ${values['disk-settle-seconds']}: expected a number from 0 to 1800`);
+  const imageIterations = values['image-iterations'] !== undefined ? Number(values['image-iterations']) : quick ? 40 : IMAGE_WORLD_DEFAULTS.iterations;
+  if (!Number.isInteger(imageIterations) || imageIterations < 2 || imageIterations > 10_000) {
+    throw new UsageError(`--image-iterations ${values['image-iterations']}: expected an integer from 2 to 10000`);
+  }
+  const imageSeconds = values['image-seconds'] !== undefined ? Number(values['image-seconds']) : quick ? 10 : IMAGE_WORLD_DEFAULTS.seconds;
+  if (!(imageSeconds > 0 && imageSeconds <= 600)) throw new UsageError(`--image-seconds ${values['image-seconds']}: expected a number in (0, 600]`);
   return {
     seconds,
     secondsAtConcurrency1,
@@ -243,6 +257,7 @@ function parseSettings(argv: string[]): Settings | 'help' {
     lifecycle: values['skip-lifecycle'] !== true,
     scenarios: parseScenarios(values.scenarios ?? 'gmsa,plain'),
     lists: values['skip-lists'] !== true,
+    images: values['skip-images'] === true ? undefined : { iterations: imageIterations, seconds: imageSeconds, warmupIterations: quick ? 5 : IMAGE_WORLD_DEFAULTS.warmupIterations },
     crictl: existsSync(join(PACKAGE_ROOT, '.tools', 'bin', 'crictl')) ? join(PACKAGE_ROOT, '.tools', 'bin', 'crictl') : undefined,
     kubeletSizes:
       values['skip-kubelet'] === true
@@ -459,6 +474,7 @@ function checkTargets(report: BenchReport): TargetCheck[] {
     limit: '< 5',
     pass: kubelet === undefined || kubeletSeconds === null ? null : kubelet.running === 1000 && kubeletSeconds < 5,
   });
+  checks.push(imageWorldTarget(report.imageWorld));
   return checks;
 }
 
@@ -538,6 +554,8 @@ async function main(): Promise<void> {
         runtimeLogLevel: settings.runtimeLogLevel ?? 'default (info)',
         durable: settings.ephemeral ? 'no (--ephemeral)' : 'yes',
         lifecycleRuntimeIdleGcSeconds: LIFECYCLE_IDLE_GC_SECONDS,
+        imageIterationsPerKind: settings.images?.iterations ?? 'skipped',
+        imageSeconds: settings.images?.seconds ?? 'skipped',
       },
       runtime: { nodeArgs: [...NODE_FLAGS], startupMs: round(runtime.startupMs), startupSamplesMs, rssAtStartKiB, memory: [] },
       lifecycle: [],
@@ -615,6 +633,20 @@ async function main(): Promise<void> {
         report.runtime.processAfterLifecycle = await scrapeProcessFigures(lifecycleMetricsUrl);
       } catch (err) {
         notes.push(`metrics scrape after the lifecycle runs failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+
+    if (settings.images !== undefined) {
+      // On the lifecycle runtime (each iteration removes what it made, the image included).
+      try {
+        report.imageWorld = await measureImageWorld(ours, { ...settings.images, logRoot: join(logRoot, 'images'), timeoutMs: CALL.timeoutMs });
+        for (const line of formatImageWorld(report.imageWorld)) log(line);
+        // The section removed the catalogue image it shares with the lifecycle runs: back as it was.
+        await pullBenchImage(ours, CALL);
+      } catch (err) {
+        const note = `open-world images could not be measured: ${err instanceof Error ? err.message : String(err)}`;
+        notes.push(note);
+        log(note);
       }
     }
 
