@@ -13,7 +13,7 @@ describe('bench command line', function () {
     const result = await runProcess(process.execPath, [script, '--help'], { killAfterMs: 20_000 });
     expect(result.code).to.equal(0);
     expect(result.stdout).to.match(/^Usage: npm run bench -- \[options\]/);
-    for (const option of ['--quick', '--seconds N', '--seconds-c1 N', '--disk-settle-seconds N', '--warmup-pods N', '--cli PATH', '--out DIR']) {
+    for (const option of ['--quick', '--seconds N', '--seconds-c1 N', '--disk-settle-seconds N', '--warmup-pods N', '--image-iterations N', '--image-seconds N', '--skip-images', '--cli PATH', '--out DIR']) {
       expect(result.stdout).to.contain(option);
     }
     expect(result.stdout).to.contain('(default 60)');
