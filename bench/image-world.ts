@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
 import type { ContainerConfig } from '../src/generated/runtime/v1/ContainerConfig.js';
 import type { PodSandboxConfig } from '../src/generated/runtime/v1/PodSandboxConfig.js';
+import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator } from './load-generator.js';
 import type { TargetCheck } from './report.js';
 import { abbaOrder } from './runner.js';
@@ -296,6 +297,8 @@ open-world one on a fresh runtime (bench/README.md, "Open-world images").
 `;
 
 async function main(): Promise<void> {
+  // `… | head` must not end the run before it removes its runtime and temporary directory.
+  dropOutputWhenReaderLeaves();
   const { values } = parseArgs({
     options: {
       iterations: { type: 'string' },
