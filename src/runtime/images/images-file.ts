@@ -1,11 +1,9 @@
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
 import imagesSchema from '../../../schemas/images.schema.json' with { type: 'json' };
-import { MAX_YAML_NESTING, yamlNestingDepth } from '../../yaml-nesting.js';
 import { RuntimeError } from '../errors.js';
 import { compileSchema, firstViolation } from '../windows/schema-validation.js';
 import type { ImageProgram } from './image-program.js';
 import { parseImageReference } from './reference.js';
+import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 
 /** `--unknown-images`: what a reference nobody described is. */
 export type UnknownImageRule = 'windows' | 'linux' | 'not-found';
@@ -103,27 +101,7 @@ export function validateImagesSection(data: unknown, source: string, prefix = ''
 
 /** Reads and validates `--images FILE` (YAML or JSON); messages name the path as given. */
 export async function loadImagesFile(path: string): Promise<ImagesSection> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    throw new RuntimeError('InvalidArgument', `${path}: cannot read images file: ${reason}`, { cause: err });
-  }
-  if (yamlNestingDepth(text) > MAX_YAML_NESTING) {
-    throw new RuntimeError('InvalidArgument', `${path}: not valid YAML: nested more than ${MAX_YAML_NESTING} levels deep`);
-  }
-  let data: unknown;
-  try {
-    data = parseYaml(text, { logLevel: 'error' });
-  } catch (err) {
-    if (err instanceof YAMLParseError) {
-      const line = err.linePos?.[0]?.line;
-      throw new RuntimeError('InvalidArgument', `${path}${line === undefined ? '' : `:${line}`}: not valid YAML: ${err.message.split('\n')[0] ?? err.message}`);
-    }
-    throw new RuntimeError('InvalidArgument', `${path}: not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
-  }
+  const data = parseUserYaml(await readUserFile(path, 'images file'), path);
   return validateImagesSection(data ?? {}, path);
 }
 

@@ -1,6 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { MAX_YAML_NESTING, yamlNestingDepth } from '../../yaml-nesting.js';
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
 import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
@@ -8,6 +5,7 @@ import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
 import { validateImagesSection, type ImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
+import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 
 /** A domain controller of the simulated AD; `reachable: false` simulates DC/DNS outages. */
 export interface DomainControllerSpec {
@@ -284,36 +282,12 @@ export function validateNodeFile(data: unknown, source: string): NodeFile {
 
 /** Parses node file text (YAML or JSON). `source` is the path as the user gave it, for messages. */
 export function parseNodeFile(text: string, source: string): NodeDirectory {
-  let data: unknown;
-  if (yamlNestingDepth(text) > MAX_YAML_NESTING) {
-    throw new RuntimeError('InvalidArgument', `${source}: not valid YAML: nested more than ${MAX_YAML_NESTING} levels deep`);
-  }
-  try {
-    // logLevel error: a warning (an unknown directive) is not printed on the runtime's stderr.
-    data = parseYaml(text, { logLevel: 'error' });
-  } catch (err) {
-    if (err instanceof YAMLParseError) {
-      const line = err.linePos?.[0]?.line;
-      const firstLine = err.message.split('\n')[0] ?? err.message;
-      throw new RuntimeError('InvalidArgument', `${source}${line === undefined ? '' : `:${line}`}: not valid YAML: ${firstLine}`);
-    }
-    // An alias bomb: the yaml package refuses it with a ReferenceError.
-    throw new RuntimeError('InvalidArgument', `${source}: not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
-  }
-  return new NodeDirectory(validateNodeFile(data, source), source);
+  return new NodeDirectory(validateNodeFile(parseUserYaml(text, source), source), source);
 }
 
 /** Reads and validates `--node <path>`; messages name the path as given. */
 export async function loadNodeFile(path: string): Promise<NodeDirectory> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    throw new RuntimeError('InvalidArgument', `${path}: cannot read node file: ${reason}`, { cause: err });
-  }
-  return parseNodeFile(text, path);
+  return parseNodeFile(await readUserFile(path, 'node file'), path);
 }
 
 /** The embedded default node (WINNODE1 in contoso.com), validated like any node file. */
