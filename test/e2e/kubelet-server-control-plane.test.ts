@@ -3,15 +3,14 @@
 // are reviewed with TokenReview and requests authorized with SubjectAccessReview under RBAC.
 // Texts: pkg/kubelet/server/server.go and auth.go (v1.34).
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { get as httpGet } from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { createCriClient, type CriClient } from '../../src/cri/proto.js';
 import { runPodOnce } from '../../src/kubelet/pod-worker.js';
 import { startKubeletServer, type KubeletServer } from '../../src/kubelet/server/index.js';
-import { controlPlaneTools, requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
+import { requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
+import { getLocal, withPortForward } from '../support/port-forward.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 
 const NODE = 'winsim-kserver';
@@ -116,33 +115,9 @@ describe('kubelet HTTPS server behind a real kube-apiserver', function () {
     pods.push(webPod);
     // kubectl port-forward wants a Running pod: the status node mode's status manager would write.
     await cp.kubectlOk(['patch', 'pod', 'web', '-n', 'default', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { phase: 'Running' } })]);
-    const forward = spawn(controlPlaneTools().paths.kubectl, ['--kubeconfig', cp.adminKubeconfig, 'port-forward', '-n', 'default', 'pod/web', ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      const localPort = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`kubectl port-forward said nothing useful: ${out}`)), 30_000);
-        const onData = (c: Buffer): void => {
-          out += c.toString();
-          const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 80/.exec(out);
-          if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-        };
-        forward.stdout.on('data', onData);
-        forward.stderr.on('data', onData);
-        forward.once('exit', (code) => { clearTimeout(timer); reject(new Error(`kubectl port-forward exited (${code}): ${out}`)); });
-      });
-      const page = await new Promise<{ status: number; server: string | undefined; body: string }>((resolve, reject) => {
-        httpGet({ host: '127.0.0.1', port: localPort, path: '/', agent: false }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => { body += c.toString(); });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, server: res.headers['server'] as string | undefined, body }));
-        }).on('error', reject);
-      });
-      expect([page.status, page.server]).to.deep.equal([200, 'nginx/1.14.2']);
-      expect(page.body).to.include('Welcome to nginx!');
-    } finally {
-      forward.kill('SIGKILL');
-      await new Promise((r) => (forward.exitCode !== null || forward.signalCode !== null ? r(undefined) : forward.once('exit', r)));
-    }
+    const page = await withPortForward(cp, 'pod/web', 80, (port) => getLocal(port, '/'));
+    expect([page.status, page.server]).to.deep.equal([200, 'nginx/1.14.2']);
+    expect(page.body).to.include('Welcome to nginx!');
   });
 
   it('a bearer token is reviewed by the API server and its user authorized by SubjectAccessReview', async () => {

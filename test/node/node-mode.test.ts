@@ -7,12 +7,12 @@
 // (PodOSNotSupported), pkg/kubelet/nodestatus/setters.go (conditions), pkg/kubelet/events and
 // kuberuntime (event reasons and texts).
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { controlPlaneTools, startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
+import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
+import { getLocal, withPortForward } from '../support/port-forward.js';
 import { crictlJson, runCrictl } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
@@ -217,27 +217,8 @@ describe('node mode against a real control plane', function () {
     ]);
     expect(new Set(pods.map((p: any) => p.status.podIP)).size).to.equal(3);
 
-    const forward = spawn(controlPlaneTools().paths.kubectl, ['--kubeconfig', cp.adminKubeconfig, 'port-forward', 'deployment/iis', ':80'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    try {
-      const localPort = await new Promise<number>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`kubectl port-forward said nothing useful: ${out}`)), 30_000);
-        const onData = (c: Buffer): void => {
-          out += c.toString();
-          const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 80/.exec(out);
-          if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-        };
-        forward.stdout.on('data', onData);
-        forward.stderr.on('data', onData);
-        forward.once('exit', (code) => { clearTimeout(timer); reject(new Error(`kubectl port-forward exited (${code}): ${out}`)); });
-      });
-      const res = await fetch(`http://127.0.0.1:${localPort}/iisstart.htm`, { signal: AbortSignal.timeout(20_000) });
-      expect(res.status).to.equal(200);
-      await res.text();
-    } finally {
-      forward.kill('SIGKILL');
-      await new Promise((r) => (forward.exitCode !== null || forward.signalCode !== null ? r(undefined) : forward.once('exit', r)));
-    }
+    const page = await withPortForward(cp, 'deployment/iis', 80, (port) => getLocal(port, '/iisstart.htm'));
+    expect(page.status).to.equal(200);
 
     // Deleted, the garbage collector removes its ReplicaSet and pods, and the kubelet their sandboxes.
     await cp.kubectlOk(['delete', 'deployment', 'iis']);
@@ -575,7 +556,12 @@ describe('node mode against a real control plane', function () {
     expect(byName['multi-2'].status.addresses[0]).to.deep.equal({ type: 'InternalIP', address: '127.0.1.2' });
     expect(byName['multi-2'].status.conditions.find((c: any) => c.type === 'Ready').status).to.equal('True');
     expect(byName['multi-2'].metadata.labels).to.include({ team: 'identity', 'kubernetes.io/hostname': 'multi-2' });
-    expect(byName['multi-2'].spec.taints).to.deep.equal([{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
+    // Its own taint stays; the not-ready one TaintNodesByCondition added goes once the node is Ready.
+    const taints = await until('multi-2 without the not-ready taint', 60_000, async () => {
+      const t = (await kubectlJson(['get', 'node', 'multi-2'])).spec.taints as { key: string }[];
+      return t.some((x) => x.key === 'node.kubernetes.io/not-ready') ? undefined : t;
+    });
+    expect(taints).to.deep.equal([{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);
     expect(byName['multi-2'].status.capacity.pods).to.equal('30');
     // WebApplication1 is retrievable through WebAppHosts, of which the template's WINNODE1$ is a
     // member: MULTI-2$ took that membership, so the gMSA works on it.

@@ -9,50 +9,16 @@
 // (HCS_E_IMAGE_MISMATCH), kubernetes v1.34 pkg/kubelet/lifecycle/predicate.go (admission reasons),
 // pkg/kubelet/images/image_manager.go (ErrImagePull, ImagePullBackOff).
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { get as httpGet } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { controlPlaneTools, requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
+import { requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
+import { getLocal, withPortForward } from '../support/port-forward.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { until } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from '../runtime/windows/kep-example.js';
 
 const HOST_MISMATCH = 'The container operating system does not match the host operating system.';
-
-/** `kubectl port-forward TARGET :PORT` until the callback is done; the local port it chose. */
-async function withPortForward<T>(cp: ControlPlane, target: string, port: number, use: (localPort: number) => Promise<T>): Promise<T> {
-  const forward = spawn(controlPlaneTools().paths.kubectl, ['--kubeconfig', cp.adminKubeconfig, 'port-forward', '-n', 'default', target, `:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  try {
-    const localPort = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`kubectl port-forward said nothing useful: ${out}`)), 30_000);
-      const onData = (c: Buffer): void => {
-        out += c.toString();
-        const m = new RegExp(`Forwarding from 127\\.0\\.0\\.1:(\\d+) -> ${port}`).exec(out);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      };
-      forward.stdout.on('data', onData);
-      forward.stderr.on('data', onData);
-      forward.once('exit', (code) => { clearTimeout(timer); reject(new Error(`kubectl port-forward exited (${code}): ${out}`)); });
-    });
-    return await use(localPort);
-  } finally {
-    forward.kill('SIGKILL');
-    await new Promise((r) => (forward.exitCode !== null || forward.signalCode !== null ? r(undefined) : forward.once('exit', r)));
-  }
-}
-
-function getLocal(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    httpGet({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => { body += c.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    }).on('error', reject);
-  });
-}
 
 describe('the pods people bring, on simulated nodes of a stock control plane', function () {
   this.timeout(180_000);
@@ -149,7 +115,7 @@ describe('the pods people bring, on simulated nodes of a stock control plane', f
     });
     await until('agnhost Running', 90_000, async () => ((await podJson('agnhost')).status.phase === 'Running' ? true : undefined));
     const hostname = await withPortForward(cp, 'pod/agnhost', 8080, (port) => getLocal(port, '/hostname'));
-    expect(hostname).to.deep.equal({ status: 200, body: 'agnhost' });
+    expect([hostname.status, hostname.body]).to.deep.equal([200, 'agnhost']);
     const user = await cp.kubectlOk(['exec', 'agnhost', '--', 'cmd', '/S', '/C', 'echo %username%']);
     expect(user.trim()).to.equal('ContainerAdministrator');
   });
