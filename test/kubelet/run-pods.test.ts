@@ -35,11 +35,14 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
       ['reporting-webapp', '0/1', 'Forbidden'],
       ['run-as-username-container-demo', '1/1', 'Running'],
       ['run-as-username-pod-demo', '1/1', 'Running'],
+      // The scripted runtime has no Windows version rule: the real one refuses both (test/demo).
+      ['timesheets-ltsc2019', '1/1', 'Running'],
+      ['nanoserver-ltsc2019', '1/1', 'Running'],
       ['broken', '0/1', 'Invalid'],
     ]);
-    expect(summarizePodRun(results[8]!).detail).to.equal('Pod "broken" is invalid: spec.containers[0].name: Required value');
-    // Only admitted pods got a sandbox: seven of the eight example pods, none for the broken file.
-    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(7);
+    expect(summarizePodRun(results[10]!).detail).to.equal('Pod "broken" is invalid: spec.containers[0].name: Required value');
+    // Only admitted pods got a sandbox: nine of the ten example pods, none for the broken file.
+    expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(9);
   });
 
   // The API server accepts a linux pod; the Windows kubelet's admit handler refuses it
