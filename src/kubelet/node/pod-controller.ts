@@ -317,6 +317,9 @@ export class PodController implements PodHandler {
     this.recorder.record(pod, events);
     nodePod = await this.readNodePod(state.uid);
     this.recordBackoffs(state, nodePod, events);
+    // The probe workers exist before the first status (the kubelet's AddPod comes before the pod's
+    // first sync): without them a probed container would be reported ready until the next sync.
+    this.probes.addPod(state.pod);
     const view = computePodStatus(pod, nodePod, state.record, this.probeStatus(state.uid), [this.options.nodeIp]);
     this.observeForProbes(state, view, nodePod);
     await this.patchStatus(state, this.apiStatus(state, view));
@@ -387,7 +390,6 @@ export class PodController implements PodHandler {
 
   /** Hands the probe workers the containers as this sync saw them (workers exist only for probed containers). */
   private observeForProbes(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): void {
-    this.probes.addPod(state.pod);
     if (!this.probes.probes(state.uid)) return;
     this.probes.setPodStatus(state.uid, probedPod(view, nodePod));
   }
