@@ -39,7 +39,35 @@ export default tseslint.config(
     files: ['src/runtime/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [{ regex: '^(\\.\\./)+(kubelet|cri)/', message: 'src/runtime does not import src/kubelet or src/cri.' }],
+        patterns: [{ regex: '^(\\.\\./)+(kubelet|cri|apiserver|kubectl|commands|demo)/', message: 'src/runtime is the bottom floor: it imports none of src/cri, src/apiserver, src/kubelet, src/kubectl or the commands.' }],
+      }],
+    },
+  },
+  {
+    // The three programs of the node side are floors: the API server's part (validation, admission,
+    // RBAC, update rules, the cluster's objects) knows no kubelet; the kubelet (the node agent) may
+    // ask the API server's part but never prints like kubectl; kubectl's part (printers, formats,
+    // selectors, reports) sits on top of both. The commands wire the floors into programs.
+    files: ['src/apiserver/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(kubelet|kubectl|cri|runtime|emulator|commands|demo)/', message: 'src/apiserver is the API server\'s part: it imports no kubelet, kubectl, runtime or command.' }],
+      }],
+    },
+  },
+  {
+    files: ['src/kubelet/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(kubectl|commands|demo)/', message: 'src/kubelet is the node agent: it does not import kubectl\'s printers or the commands.' }],
+      }],
+    },
+  },
+  {
+    files: ['src/kubectl/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(commands|demo)/', message: 'src/kubectl is kubectl\'s part: the commands import it, not the other way round.' }],
       }],
     },
   },

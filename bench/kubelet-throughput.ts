@@ -7,8 +7,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCriClient } from '../src/cri/proto.js';
-import { DirectoryClusterSource } from '../src/kubelet/cluster.js';
-import { requestingUser } from '../src/kubelet/rbac.js';
+import { DirectoryClusterSource } from '../src/apiserver/cluster.js';
+import { requestingUser } from '../src/apiserver/rbac.js';
 import { runPods, summarizePodRun } from '../src/kubelet/run-pods.js';
 import { writeKubeletFixtures } from './kubelet-fixtures.js';
 

@@ -7,7 +7,7 @@
 import { Command, type Option } from 'commander';
 import { UsageError } from './cli-errors.js';
 import { withExamples } from './help-examples.js';
-import { OUTPUT_FORMATS } from '../kubelet/pod-output.js';
+import { OUTPUT_FORMATS } from '../kubectl/pod-output.js';
 
 interface CommandInfo {
   readonly path: string;

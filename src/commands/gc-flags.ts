@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import type { GarbageCollectorOptions } from '../kubelet/gc/garbage-collector.js';
 import { standaloneNode, type AdmissionNode } from '../kubelet/kubelet-admission.js';
-import { resourceAmount } from '../kubelet/resource-requests.js';
+import { resourceAmount } from '../apiserver/quantity.js';
 import { UsageError, durationFlag, integerFlag } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
 import { parseNodeLabels, parseTaints } from './node.js';

@@ -8,9 +8,9 @@
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { unixSocketPath } from '../cri/endpoint.js';
-import { defaultGmsaDesign, defaultRequestingUser, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
-import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../kubelet/cluster.js';
-import { requestingUser, type UserInfo } from '../kubelet/rbac.js';
+import { defaultGmsaDesign, defaultRequestingUser, gmsaDesigns, type GmsaDesign } from '../apiserver/admission.js';
+import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../apiserver/cluster.js';
+import { requestingUser, type UserInfo } from '../apiserver/rbac.js';
 import { UsageError, durationFlag, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
 import { addLogFlags, logSettings, type LogFlagValues, type LogSettings } from './log-flags.js';

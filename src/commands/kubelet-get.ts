@@ -1,13 +1,13 @@
 /**
  * `cri-winsim kubelet get`: the node's pods as `kubectl get pods` shows them — one namespace
  * (`-n`, default `default`) or all (`-A`, with a NAMESPACE column), names or a label selector
- * (`-l`), every `-o` of src/kubelet/pod-output.ts, and `-w`: after the list, a line (or object)
+ * (`-l`), every `-o` of src/kubectl/pod-output.ts, and `-w`: after the list, a line (or object)
  * each time a pod's row changes or the pod goes away, until Ctrl-C or --timeout.
  */
 import type { Command } from 'commander';
-import { LabelSelectorError, parseLabelSelector, selectorMatches, type LabelSelector } from '../kubelet/label-selector.js';
-import { podObject, type TableRow } from '../kubelet/pod-printers.js';
-import { OutputFormatError, parseOutputFormat, PodPrinter, type PodOutput, type PrintablePod } from '../kubelet/pod-output.js';
+import { LabelSelectorError, parseLabelSelector, selectorMatches, type LabelSelector } from '../kubectl/label-selector.js';
+import { podObject, type TableRow } from '../kubectl/pod-printers.js';
+import { OutputFormatError, parseOutputFormat, PodPrinter, type PodOutput, type PrintablePod } from '../kubectl/pod-output.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
 import { readPodViews, selectPods, type PodView } from '../kubelet/pod-views.js';
 import { UsageError, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';

@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { MAX_YAML_NESTING, yamlNestingDepth } from '../yaml-nesting.js';
-import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../kubelet/admission.js';
+import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../apiserver/admission.js';
 import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
 import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS, type RuntimeFlavorName } from '../runtime/runtime-flavor.js';
 

@@ -4,7 +4,7 @@
  * the expected one, and the kubelet's reason/message. Plain text with aligned columns, so it reads
  * the same in a terminal, a CI log and a test.
  */
-import { formatTable } from '../kubelet/pod-printers.js';
+import { formatTable } from '../kubectl/pod-printers.js';
 import type { ExampleReport, RowVerdict } from './run-example.js';
 
 export const TABLE_HEADER = ['POD', 'CONTAINER', 'DESIGN', 'FLAVOR', 'USER', 'GMSA', 'OUTCOME', 'AS EXPECTED', 'MESSAGE'] as const;

@@ -7,12 +7,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { ManifestError } from '../kubelet/manifests.js';
+import { ManifestError } from '../apiserver/manifests.js';
 import type { PodRunResult, RunPodsOptions } from '../kubelet/run-pods.js';
 import { runPods, summarizePodRun } from '../kubelet/run-pods.js';
-import { DirectoryClusterSource, type ClusterSource } from '../kubelet/cluster.js';
-import { defaultRequestingUser } from '../kubelet/admission.js';
-import { requestingUser } from '../kubelet/rbac.js';
+import { DirectoryClusterSource, type ClusterSource } from '../apiserver/cluster.js';
+import { defaultRequestingUser } from '../apiserver/admission.js';
+import { requestingUser } from '../apiserver/rbac.js';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { ExampleManifest, ExampleRun, ExecExpectation, OutcomeExpectation } from './example-manifest.js';
 import { setTimeout as delay } from 'node:timers/promises';

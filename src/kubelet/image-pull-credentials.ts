@@ -12,7 +12,7 @@
  * Credentials never leave this module except as PullImage's auth: nothing here logs.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import { goJsonParse } from './go-json-errors.js';
+import { goJsonParse } from '../apiserver/go-json-errors.js';
 
 /** runtimeapi.AuthConfig as the kubelet fills it from a keyring entry. */
 export interface PullAuth {

@@ -15,7 +15,8 @@
  */
 import type { V1ContainerPort, V1Pod, V1Taint } from '@kubernetes/client-node';
 import { matchesRequiredNodeAffinity, untoleratedTaint, type NodeLabelsAndName } from './node-affinity.js';
-import { podRequests, resourceAmount, type ResourceAmounts } from './resource-requests.js';
+import { podRequests, type ResourceAmounts } from './resource-requests.js';
+import { resourceAmount } from '../apiserver/quantity.js';
 
 export interface KubeletRejection {
   readonly reason: string;

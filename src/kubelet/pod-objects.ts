@@ -5,9 +5,9 @@
  * place, so every pod path reads them alike.
  */
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
-import { findRuntimeClass, findSecret, type ClusterSnapshot } from './cluster.js';
+import { findRuntimeClass, findSecret, type ClusterSnapshot } from '../apiserver/cluster.js';
 import type { PodWorkerOptions, PullSecrets } from './pod-worker.js';
-import type { RuntimeClass } from './runtime-class.js';
+import type { RuntimeClass } from '../apiserver/runtime-class.js';
 
 /** getPullSecretsForPod: each named Secret read in turn; those not found (or unreadable) are named. */
 export async function readPullSecrets(pod: V1Pod, find: (namespace: string, name: string) => Promise<V1Secret | undefined> | V1Secret | undefined): Promise<PullSecrets> {

@@ -16,7 +16,8 @@ import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
 import type { NodeContainer, NodePod } from './node-pods.js';
 import { podKeyring, pullWithCredentials, PullErrors } from './image-pull.js';
 import type { DockerKeyring } from './image-pull-credentials.js';
-import { lookupRuntimeHandler, type RuntimeClass } from './runtime-class.js';
+import { lookupRuntimeHandler } from './runtime-class.js';
+import type { RuntimeClass } from '../apiserver/runtime-class.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export type ContainerKind = 'init' | 'regular';

@@ -9,17 +9,17 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/proto.js';
-import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from './admission.js';
-import type { ClusterSource } from './cluster.js';
-import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from './manifests.js';
+import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from '../apiserver/admission.js';
+import type { ClusterSource } from '../apiserver/cluster.js';
+import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from '../apiserver/manifests.js';
 import { admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
 import { snapshotPodObjects } from './pod-objects.js';
 import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
-import { appliedPod, fileChanged, updatePod } from './pod-update.js';
+import { appliedPod, fileChanged, updatePod } from '../apiserver/pod-update.js';
 import { syncPodUpdate } from './pod-update-sync.js';
 import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
-import type { UserInfo } from './rbac.js';
+import type { UserInfo } from '../apiserver/rbac.js';
 
 /** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
 export type PodRunResult =

@@ -7,18 +7,9 @@
  * "<name>" not found". A handler the runtime does not have is the runtime's refusal of
  * RunPodSandbox, reported the same way with the runtime's text.
  */
-import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { RuntimeClass } from '../apiserver/runtime-class.js';
 
-/** node.k8s.io/v1 RuntimeClass: cluster-scoped; `handler` names the CRI runtime handler. */
-export interface RuntimeClass {
-  apiVersion: string;
-  kind: 'RuntimeClass';
-  metadata: V1ObjectMeta;
-  handler: string;
-  overhead?: { podFixed?: Record<string, string> };
-}
-
-export const runtimeClassApiVersion = 'node.k8s.io/v1';
 
 /** The NotFound error the RuntimeClass lister returns (errors.NewNotFound(node.k8s.io runtimeclass)). */
 export class RuntimeClassNotFoundError extends Error {

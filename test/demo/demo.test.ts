@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { loadExampleManifest, parseExampleManifest, type OutcomeExpectation } from '../../src/demo/example-manifest.js';
-import { formatTable } from '../../src/kubelet/pod-printers.js';
+import { formatTable } from '../../src/kubectl/pod-printers.js';
 import { formatReport, TABLE_HEADER } from '../../src/demo/result-table.js';
 import { compareRow, credentialSpecAccount, criLogText, type ObservedRow } from '../../src/demo/run-example.js';
 import { cliPath, criToolPath, repoRoot } from '../support/paths.js';

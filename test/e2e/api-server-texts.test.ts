@@ -7,12 +7,12 @@
 // Skipped when the tools are not built.
 import { expect } from 'chai';
 import type { V1Pod } from '@kubernetes/client-node';
-import { admitPod, type AdmissionError } from '../../src/kubelet/admission.js';
-import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
-import { formatFieldError } from '../../src/kubelet/field-errors.js';
-import { parseDocuments } from '../../src/kubelet/manifests.js';
-import { updatePod } from '../../src/kubelet/pod-update.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+import { admitPod, type AdmissionError } from '../../src/apiserver/admission.js';
+import { snapshotFromDocuments } from '../../src/apiserver/cluster.js';
+import { formatFieldError } from '../../src/apiserver/field-errors.js';
+import { parseDocuments } from '../../src/apiserver/manifests.js';
+import { updatePod } from '../../src/apiserver/pod-update.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
 
 const cluster = snapshotFromDocuments(parseDocuments('c.yaml', 'apiVersion: v1\nkind: Namespace\nmetadata: { name: default }\n').documents);

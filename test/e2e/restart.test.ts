@@ -18,9 +18,9 @@ import { tempDirPerTest } from '../support/temp-dir.js';
 import { IIS, KEP_EXAMPLE_CREDENTIAL_SPEC, windowsContainerConfig, windowsPodConfig } from './windows-support.js';
 import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall } from '../../src/cri/proto.js';
-import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
+import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
 import { listNodePods } from '../../src/kubelet/node-pods.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { StaticPodSyncLoop } from '../../src/kubelet/static-pods.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));

@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { loadPodManifest, ManifestError } from '../../src/kubelet/manifests.js';
+import { loadPodManifest, ManifestError } from '../../src/apiserver/manifests.js';
 import { RuntimeError } from '../../src/runtime/errors.js';
 import { DEFAULT_NODE_FILE } from '../../src/runtime/windows/default-node.js';
 import { parseNodeFile } from '../../src/runtime/windows/node-directory.js';

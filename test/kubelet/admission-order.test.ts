@@ -7,8 +7,8 @@
 // (kubernetes-sigs/windows-gmsa 993de21 admission-webhook/webhook.go mutateCreateRequest).
 import { expect } from 'chai';
 import type { V1Pod } from '@kubernetes/client-node';
-import { admitPod, randomGmsaHostname, type AdmissionContext } from '../../src/kubelet/admission.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+import { admitPod, randomGmsaHostname, type AdmissionContext } from '../../src/apiserver/admission.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { gmsaAdmissionCluster } from '../support/gmsa-cluster.js';
 
 // A GMSACredentialSpec whose credspec marshals to more than 64 KiB (65,536 bytes).

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { activePods, admitPodOnNode, nodeAllocatable, standaloneNode, type AdmissionNode } from '../../src/kubelet/kubelet-admission.js';
-import { podRequests, scaledQuantity } from '../../src/kubelet/resource-requests.js';
+import { podRequests } from '../../src/kubelet/resource-requests.js';
+import { scaledQuantity } from '../../src/apiserver/quantity.js';
 import { matchesRequiredNodeAffinity, toleratesTaint } from '../../src/kubelet/node-affinity.js';
 
 const node: AdmissionNode = {

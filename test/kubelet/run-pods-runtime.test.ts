@@ -3,10 +3,10 @@ import { access, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
-import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
+import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
 import { deleteNodePod, listNodePods, nodePodStatus } from '../../src/kubelet/node-pods.js';
 import { readPodViews } from '../../src/kubelet/pod-views.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { runPods, summarizePodRun, type PodRunResult } from '../../src/kubelet/run-pods.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 

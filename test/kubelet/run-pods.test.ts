@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DirectoryClusterSource } from '../../src/kubelet/cluster.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { runPods, summarizePodRun } from '../../src/kubelet/run-pods.js';
-import { ManifestErrors } from '../../src/kubelet/manifests.js';
+import { ManifestErrors } from '../../src/apiserver/manifests.js';
 import { useScriptedRuntime } from './support/scripted-runtime.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));

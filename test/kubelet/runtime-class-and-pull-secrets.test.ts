@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { runPodOnce, type PodWorkerOptions } from '../../src/kubelet/pod-worker.js';
 import { DockerKeyring, imageRepository } from '../../src/kubelet/image-pull-credentials.js';
-import { goJsonSyntaxError } from '../../src/kubelet/go-json-errors.js';
-import { admitPod, compareCredSpecContents } from '../../src/kubelet/admission.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
-import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
+import { goJsonSyntaxError } from '../../src/apiserver/go-json-errors.js';
+import { admitPod, compareCredSpecContents } from '../../src/apiserver/admission.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
+import { snapshotFromDocuments } from '../../src/apiserver/cluster.js';
 import { snapshotPodObjects } from '../../src/kubelet/pod-objects.js';
 import { useScriptedRuntime } from './support/scripted-runtime.js';
 

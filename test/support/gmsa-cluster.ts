@@ -1,5 +1,5 @@
-import { snapshotFromDocuments, type ClusterSnapshot } from '../../src/kubelet/cluster.js';
-import { parseDocuments } from '../../src/kubelet/manifests.js';
+import { snapshotFromDocuments, type ClusterSnapshot } from '../../src/apiserver/cluster.js';
+import { parseDocuments } from '../../src/apiserver/manifests.js';
 
 /** Namespace `apps` with the service accounts `web` and `batch`. */
 const APPS = `

@@ -26,7 +26,7 @@ import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
 import type * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log.js';
 import { unaryCall, type CriClient } from '../../cri/proto.js';
-import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../admission.js';
+import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../../apiserver/admission.js';
 import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
 import { computePodStatus, type ContainerStatusView, type PodStatusView, type ProbeStatus } from '../pod-status.js';

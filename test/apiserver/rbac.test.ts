@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { snapshotFromDocuments } from '../../src/kubelet/cluster.js';
-import { parseDocuments } from '../../src/kubelet/manifests.js';
-import { authorize, requestingUser, serviceAccountUser, type ResourceAttributes, type UserInfo } from '../../src/kubelet/rbac.js';
+import { snapshotFromDocuments } from '../../src/apiserver/cluster.js';
+import { parseDocuments } from '../../src/apiserver/manifests.js';
+import { authorize, requestingUser, serviceAccountUser, type ResourceAttributes, type UserInfo } from '../../src/apiserver/rbac.js';
 
 const cluster = (yaml: string) => snapshotFromDocuments(parseDocuments('cluster.yaml', yaml).documents);
 

@@ -1,7 +1,7 @@
 // Label selectors as k8s.io/apimachinery/pkg/labels v0.34.12 parses and matches them: every row
 // was printed by a Go program calling labels.Parse and Selector.Matches on the labels below.
 import { expect } from 'chai';
-import { parseLabelSelector, selectorMatches } from '../../src/kubelet/label-selector.js';
+import { parseLabelSelector, selectorMatches } from '../../src/kubectl/label-selector.js';
 
 const labels = { app: 'web', tier: 'front', version: '3' };
 

@@ -2,7 +2,7 @@
 // min width 6, padding 3 and RememberWidths; the YAML printer's `---` between objects; kubectl's
 // custom-columns and -o parsing texts).
 import { expect } from 'chai';
-import { OutputFormatError, parseOutputFormat, PodPrinter, type PrintablePod } from '../../src/kubelet/pod-output.js';
+import { OutputFormatError, parseOutputFormat, PodPrinter, type PrintablePod } from '../../src/kubectl/pod-output.js';
 
 const now = Date.parse('2026-11-25T12:00:00Z');
 const pod = (name: string, status: string, namespace = 'default'): PrintablePod => ({
@@ -11,7 +11,7 @@ const pod = (name: string, status: string, namespace = 'default'): PrintablePod 
   labels: { app: name },
 });
 
-describe('kubelet get -o (src/kubelet/pod-output.ts)', () => {
+describe('kubelet get -o (src/kubectl/pod-output.ts)', () => {
   it('parses every format and refuses others with kubectl\'s texts', () => {
     expect(parseOutputFormat(undefined)).to.deep.equal({ kind: 'table', wide: false });
     expect(parseOutputFormat('wide')).to.deep.equal({ kind: 'table', wide: true });

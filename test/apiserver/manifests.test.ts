@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DirectoryClusterSource, KubeconfigClusterSource } from '../../src/kubelet/cluster.js';
-import { loadPodFiles, loadPodManifest, ManifestErrors } from '../../src/kubelet/manifests.js';
+import { DirectoryClusterSource, KubeconfigClusterSource } from '../../src/apiserver/cluster.js';
+import { loadPodFiles, loadPodManifest, ManifestErrors } from '../../src/apiserver/manifests.js';
 import { tempDirPerTest } from '../support/temp-dir.js';
 
 const pod = (name: string, containerName = 'app') => `apiVersion: v1

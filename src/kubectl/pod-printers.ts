@@ -6,12 +6,12 @@
  */
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { gmsaWebhookName, type AdmissionError } from './admission.js';
-import { formatFieldError } from './field-errors.js';
-import type { ManifestError } from './manifests.js';
-import type { RecordedEvent } from './pod-records.js';
-import { effectiveProbe } from './probes.js';
-import { humanDuration, type ContainerStateView, type ContainerStatusView, type PodRow, type PodStatusView } from './pod-status.js';
+import { gmsaWebhookName, type AdmissionError } from '../apiserver/admission.js';
+import { formatFieldError } from '../apiserver/field-errors.js';
+import type { ManifestError } from '../apiserver/manifests.js';
+import type { RecordedEvent } from '../kubelet/pod-records.js';
+import { effectiveProbe } from '../kubelet/probes.js';
+import { humanDuration, type ContainerStateView, type ContainerStatusView, type PodRow, type PodStatusView } from '../kubelet/pod-status.js';
 
 /**
  * Left-aligned columns, each padded to its widest cell plus `gap` spaces, no trailing spaces, a

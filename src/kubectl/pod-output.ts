@@ -8,7 +8,7 @@
  */
 import { stringify } from 'yaml';
 import { executeJsonPathTemplate, findResults, goSprint, parseJsonPathTemplate, relaxedJsonPathExpression, type JsonPathTemplate } from './jsonpath-template.js';
-import { humanDuration } from './pod-status.js';
+import { humanDuration } from '../kubelet/pod-status.js';
 import type { TableRow } from './pod-printers.js';
 
 export type PodOutput =

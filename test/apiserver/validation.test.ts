@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { V1Container, V1Pod, V1WindowsSecurityContextOptions } from '@kubernetes/client-node';
-import { formatFieldError } from '../../src/kubelet/field-errors.js';
-import { validatePod, validateWindowsOptions } from '../../src/kubelet/validation.js';
+import { formatFieldError } from '../../src/apiserver/field-errors.js';
+import { validatePod, validateWindowsOptions } from '../../src/apiserver/validation.js';
 
 const path = 'spec.containers[0].securityContext.windowsOptions';
 const messages = (options: V1WindowsSecurityContextOptions): string[] => validateWindowsOptions(options, path).map(formatFieldError);

@@ -8,7 +8,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { findRuntimeClass, type ClusterSnapshot } from './cluster.js';
-import { resourceAmount } from './resource-requests.js';
+import { resourceAmount } from './quantity.js';
 
 /** Semantic equality of two resource lists: the same names with the same amounts (1 = 1000m). */
 function sameResources(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {

@@ -6,11 +6,11 @@
  * is this project's own (docs/ci.md).
  */
 import { basename } from 'node:path';
-import { describeRejection } from './admission.js';
-import { ManifestError } from './manifests.js';
-import type { PodView } from './pod-views.js';
-import type { ContainerStatusView } from './pod-status.js';
-import type { PodRunResult } from './run-pods.js';
+import { describeRejection } from '../apiserver/admission.js';
+import { ManifestError } from '../apiserver/manifests.js';
+import type { PodView } from '../kubelet/pod-views.js';
+import type { ContainerStatusView } from '../kubelet/pod-status.js';
+import type { PodRunResult } from '../kubelet/run-pods.js';
 
 export interface ReportCase {
   /** `POD/CONTAINER`, or `POD` for a pod that never reached the node (a file's base name when it had no name). */

@@ -12,10 +12,10 @@ import {
   AdmissionError,
   type AdmissionContext,
   type GmsaDesign,
-} from '../../src/kubelet/admission.js';
-import { DirectoryClusterSource, type ClusterSnapshot } from '../../src/kubelet/cluster.js';
-import { loadPodFiles } from '../../src/kubelet/manifests.js';
-import { requestingUser } from '../../src/kubelet/rbac.js';
+} from '../../src/apiserver/admission.js';
+import { DirectoryClusterSource, type ClusterSnapshot } from '../../src/apiserver/cluster.js';
+import { loadPodFiles } from '../../src/apiserver/manifests.js';
+import { requestingUser } from '../../src/apiserver/rbac.js';
 import { gmsaAdmissionCluster } from '../support/gmsa-cluster.js';
 
 // Namespace apps, its service accounts web and batch, web allowed to use every GMSACredentialSpec,

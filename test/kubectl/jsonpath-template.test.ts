@@ -2,7 +2,7 @@
 // template through k8s.io/client-go/util/jsonpath v0.34.12 (AllowMissingKeys(true), as kubectl
 // does) on this List. Rows kubectl answers differently are the documented dialect differences.
 import { expect } from 'chai';
-import { executeJsonPathTemplate, parseJsonPathTemplate, relaxedJsonPathExpression } from '../../src/kubelet/jsonpath-template.js';
+import { executeJsonPathTemplate, parseJsonPathTemplate, relaxedJsonPathExpression } from '../../src/kubectl/jsonpath-template.js';
 
 const list = {"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"default","labels":{"app":"web","tier":"front"}},"spec":{"containers":[{"name":"iis","image":"mcr.microsoft.com/windows/servercore/iis:ltsc2022"},{"name":"logger","image":"nano:1"}]},"status":{"phase":"Running","podIP":"127.10.0.2","containerStatuses":[{"name":"iis","ready":true,"restartCount":0},{"name":"logger","ready":false,"restartCount":2}]}},{"apiVersion":"v1","kind":"Pod","metadata":{"name":"job","namespace":"batch","labels":{"app":"job"}},"spec":{"containers":[{"name":"run","image":"nano:1"}]},"status":{"phase":"Succeeded","containerStatuses":[{"name":"run","ready":false,"restartCount":0}]}}]};
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { AdmissionError } from '../../src/kubelet/admission.js';
-import { ManifestError } from '../../src/kubelet/manifests.js';
-import { admissionErrorText, describeProbe, formatEvents, formatPodTable, manifestErrorTexts } from '../../src/kubelet/pod-printers.js';
+import { AdmissionError } from '../../src/apiserver/admission.js';
+import { ManifestError } from '../../src/apiserver/manifests.js';
+import { admissionErrorText, describeProbe, formatEvents, formatPodTable, manifestErrorTexts } from '../../src/kubectl/pod-printers.js';
 
 describe('kubectl texts for refusals', () => {
   const cases: { name: string; error: AdmissionError; expected: string }[] = [
