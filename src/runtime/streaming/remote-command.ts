@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
-import type { SpdyConnection, SpdyStream } from './spdy-connection.js';
+import type { SpdyConnection } from './spdy-connection.js';
+import type { SpdyStream } from './spdy-stream.js';
 
 /** What an exec or attach request asked for (CRI ExecRequest/AttachRequest flags). */
 export interface RemoteCommandOptions {

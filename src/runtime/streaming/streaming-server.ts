@@ -13,7 +13,8 @@ import {
   type RemoteCommandSession,
 } from './remote-command.js';
 import { RequestCache, type StreamingKind } from './request-cache.js';
-import { SpdyConnection, type SpdyStream } from './spdy-connection.js';
+import { SpdyConnection } from './spdy-connection.js';
+import type { SpdyStream } from './spdy-stream.js';
 import { serveWebSocketPortForward, WEBSOCKET_PORT_FORWARD_PROTOCOLS, type PortStream } from './websocket-port-forward.js';
 
 /** Port-forward's protocol, over SPDY and tunnelled through WebSocket by kubectl and crictl. */
