@@ -9,7 +9,7 @@ import { standaloneNode, type AdmissionNode } from '../kubelet/kubelet-admission
 import { resourceAmount } from '../apiserver/quantity.js';
 import { UsageError, durationFlag, integerFlag } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
-import { parseNodeLabels, parseTaints } from './node.js';
+import { parseNodeLabels, parseTaints } from './registration-flags.js';
 
 export interface GcFlagValues {
   maximumDeadContainersPerContainer: string;

@@ -11,11 +11,11 @@
  * Flag names are the real kubelet's wherever it has one.
  */
 import { addGcFlags, gcOptions, type GcFlagValues } from './gc-flags.js';
+import { parseNodeLabels, parseTaints } from './registration-flags.js';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
-import type { V1Taint } from '@kubernetes/client-node';
 import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -92,35 +92,6 @@ export function parseDuration(flag: string, value: string): number {
   }
   if (value === '' || consumed !== value.length) throw new Error(`${flag}: invalid duration ${JSON.stringify(value)} (e.g. 10s, 1m30s)`);
   return total;
-}
-
-/** --node-labels k=v,k2=v2. */
-export function parseNodeLabels(value: string | undefined): Record<string, string> {
-  const labels: Record<string, string> = {};
-  if (value === undefined || value === '') return labels;
-  for (const pair of value.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new Error(`--node-labels: ${JSON.stringify(pair)} is not key=value`);
-    labels[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
-  }
-  return labels;
-}
-
-/** --register-with-taints key=value:Effect,key:Effect (ParseTaints). */
-export function parseTaints(value: string | undefined): V1Taint[] {
-  if (value === undefined || value === '') return [];
-  return value.split(',').map((spec) => {
-    const colon = spec.lastIndexOf(':');
-    const effect = colon === -1 ? '' : spec.slice(colon + 1);
-    if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
-      throw new Error(`--register-with-taints: invalid taint spec: ${spec}, unsupported taint effect ${JSON.stringify(effect)}`);
-    }
-    const keyValue = spec.slice(0, colon);
-    const eq = keyValue.indexOf('=');
-    const key = eq === -1 ? keyValue : keyValue.slice(0, eq);
-    if (key === '') throw new Error(`--register-with-taints: invalid taint spec: ${spec}`);
-    return { key, effect, ...(eq === -1 ? {} : { value: keyValue.slice(eq + 1) }) };
-  });
 }
 
 const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
