@@ -27,7 +27,7 @@ import type { ContainerConfig } from '../src/generated/runtime/v1/ContainerConfi
 import type { PodSandboxConfig } from '../src/generated/runtime/v1/PodSandboxConfig.js';
 import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator } from './load-generator.js';
-import type { TargetCheck } from './report.js';
+import type { TargetCheck } from './target-check.js';
 import { abbaOrder } from './runner.js';
 import { startRuntime } from './runtime-process.js';
 import { summarize, type LatencySummary } from './stats.js';

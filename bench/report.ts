@@ -5,6 +5,7 @@ import { renderBarChart, type BarChart } from './chart.js';
 import { ratio, type LatencySummary } from './stats.js';
 import type { DiskSettling } from './disk.js';
 import type { ImageWorldResult } from './image-world.js';
+import type { TargetCheck } from './target-check.js';
 
 export type Target = 'runtime' | 'floor';
 
@@ -68,13 +69,6 @@ export interface ListComparison {
    * `crictl ps -a -q` / `crictl pods -q`, and of `crictl version` (process start + one small RPC).
    */
   crictl?: { runtime: LatencySummary; floor: LatencySummary; versionBaseline: LatencySummary };
-}
-
-export interface TargetCheck {
-  name: string;
-  measured: number | null;
-  limit: string;
-  pass: boolean | null;
 }
 
 export interface BenchReport {

@@ -28,8 +28,8 @@ import {
   type LifecycleRun,
   type ListComparison,
   type Target,
-  type TargetCheck,
 } from './report.js';
+import type { TargetCheck } from './target-check.js';
 import { LatencyRecorder, summarize } from './stats.js';
 import { meanHandlerMs, scrapeHandlerTotals, scrapeProcessFigures, type HandlerTotals } from './scrape.js';
 import { operationType } from '../src/cri/metrics.js';
