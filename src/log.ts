@@ -9,6 +9,13 @@ export type { Logger };
  * depth up to REDACT_DEPTH (the spec stays visible through `crictl inspect`, as on a real node).
  */
 const REDACTED_KEYS: ReadonlySet<string> = new Set(['credential_spec', 'credentialSpec', 'gmsaCredentialSpec']);
+/**
+ * Keys whose values are registry credentials: the CRI AuthConfig of PullImage (password,
+ * identity_token, registry_token, and `auth`, base64 of user:password, when it is a string) in
+ * either spelling. Never logged by containerd or the kubelet; censored here wherever a line holds one.
+ */
+const SECRET_KEYS: ReadonlySet<string> = new Set(['password', 'identity_token', 'identityToken', 'registry_token', 'registryToken']);
+const SECRET_CENSOR = '[redacted credential]';
 /** Top-level keys are depth 1; `req.config.windows.security_context.credential_spec` is 5. */
 const REDACT_DEPTH = 5;
 const CENSOR = '[redacted credential spec]';
@@ -28,7 +35,9 @@ function censored(value: object, depth: number): object {
   for (const key in value) {
     if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
     const child = (value as Record<string, unknown>)[key];
-    const replacement = REDACTED_KEYS.has(key) ? CENSOR : depth > 1 && walkable(child) ? censored(child, depth - 1) : child;
+    const replacement = REDACTED_KEYS.has(key) ? CENSOR
+      : SECRET_KEYS.has(key) || (key === 'auth' && typeof child === 'string') ? SECRET_CENSOR
+        : depth > 1 && walkable(child) ? censored(child, depth - 1) : child;
     if (replacement === child) continue;
     copy ??= shallowCopy(value);
     copy[key] = replacement;

@@ -19,6 +19,14 @@ describe('logging (src/log.ts)', () => {
       expect(redactCredentialSpecs(nested)).to.equal(nested);
     });
 
+    it('censors registry credentials of PullImage in either spelling, and leaves a non-string auth to be walked', () => {
+      const line = { req: { image: { image: 'fabrikam.azurecr.io/app:1' }, auth: { username: 'ci', password: 's3cret', auth: 'Y2k6czNjcmV0', identity_token: 't1', registryToken: 't2' } } };
+      const out = redactCredentialSpecs(line) as typeof line;
+      expect(out.req.auth).to.deep.equal({ username: 'ci', password: '[redacted credential]', auth: '[redacted credential]', identity_token: '[redacted credential]', registryToken: '[redacted credential]' });
+      expect(out.req.image).to.equal(line.req.image);
+      expect(line.req.auth.password).to.equal('s3cret');
+    });
+
     it('censors the three spellings at the top and nested up to five levels, in objects and arrays', () => {
       const line = {
         credential_spec: SPEC,
