@@ -284,7 +284,7 @@ export class PodController implements PodHandler {
     } else {
       const sync = await this.engine.sync(pod, nodePod, workerOptions, { probes: this.probes });
       // A sandbox that is not ready any more (the node rebooted: a --simulate-reboot start) was replaced.
-      if (sync.actions.killPod) this.logger.info({ pod: podKey(pod), sandbox: nodePod?.sandboxId }, 'pod sandbox not ready: created a new one');
+      if (sync.actions.killPod) this.logger.info({ pod: podKey(pod), sandbox: nodePod?.sandboxId }, 'pod sandbox not ready: creating a new one');
       events.push(...sync.events);
       state.record = recordOfSync(state.record, sync);
       nodePod = sync.nodePod;

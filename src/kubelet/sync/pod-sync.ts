@@ -18,8 +18,8 @@ import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
 import { containerRecords, type ContainerRecord, type PodRecord } from '../pod-records.js';
 import { runPodOnce, startContainer, type ContainerOutcome, type PodEvent, type PodOutcome, type PodWorkerOptions } from '../pod-worker.js';
-import { Backoff } from './backoff.js';
-import { computePodActions, containerBackoffKey, sandboxBackoffKey, type BackoffReason, type ContainerAction, type PodActions, type PodActionsOptions, type RestartBackoff } from './pod-actions.js';
+import { ContainerBackoff } from './backoff.js';
+import { computePodActions, containerBackoffKey, sandboxBackoffKey, type BackoffReason, type ContainerAction, type PodActions, type PodActionsOptions } from './pod-actions.js';
 
 export interface PodSyncEngineOptions {
   /** Deadline of each CRI call (default 30 s). */
@@ -53,58 +53,43 @@ export interface PodSyncResult {
   readonly waiting: Readonly<Record<string, ContainerRecord>>;
 }
 
-/** A failed pull backs off as ImagePullBackOff (the image manager's back-off). */
-const pullFailures: ReadonlySet<string> = new Set(['ErrImagePull', 'ErrImageNeverPull', 'ImagePullBackOff']);
 /** Waiting reasons of containers merely not reached yet: no failure to back off from. */
 const notReached: ReadonlySet<string> = new Set(['PodInitializing', 'ContainerCreating']);
 
-export class PodSyncEngine implements RestartBackoff {
-  private readonly backoff: Backoff;
-  /** What set each back-off: its reason, and the waiting reason of the failed start, if one did. */
-  private readonly causes = new Map<string, { reason: BackoffReason; failure?: string | undefined }>();
+export class PodSyncEngine {
+  /** The restart back-off: the engine's only state. */
+  private readonly backoff: ContainerBackoff;
 
   constructor(
     private readonly cri: CriClient,
     private readonly options: PodSyncEngineOptions = {},
   ) {
-    this.backoff = new Backoff(options.backoffInitialMs, options.backoffMaxMs);
+    this.backoff = new ContainerBackoff(options.backoffInitialMs, options.backoffMaxMs);
   }
 
   now(): number {
     return (this.options.now ?? Date.now)();
   }
 
-  heldBack(key: string, now: number): { delayMs: number; reason: BackoffReason } | undefined {
-    if (!this.backoff.isInBackOffSinceUpdate(key, now)) return undefined;
-    return { delayMs: this.backoff.get(key), reason: this.causes.get(key)?.reason ?? 'CrashLoopBackOff' };
-  }
-
   /** The back-off of one container, for a status column: its reason, the failed start's, whether it holds. */
   backoffOf(pod: V1Pod, container: string): { reason: BackoffReason; failure?: string | undefined; holding: boolean } | undefined {
-    const key = containerBackoffKey(pod, container);
-    const cause = this.causes.get(key);
-    return cause === undefined ? undefined : { ...cause, holding: this.backoff.isInBackOffSinceUpdate(key, this.now()) };
+    return this.backoff.causeOf(containerBackoffKey(pod, container), this.now());
   }
 
   /** Milliseconds until the earliest back-off (of the pod with `uid`, or of any) ends; undefined when none holds. */
   nextBackoffDelay(uid?: string): number | undefined {
-    const now = this.now();
-    const ends = this.backoff.keys((k) => uid === undefined || ofPod(k, uid)).map((k) => this.backoff.endsAt(k, now)).filter((t) => t !== undefined);
-    return ends.length === 0 ? undefined : Math.min(...ends) - now;
+    return this.backoff.nextDelay(this.now(), uid);
   }
 
   /** Drops the back-off of a pod that is gone. */
   forget(uid: string): void {
-    for (const key of this.backoff.keys((k) => ofPod(k, uid))) {
-      this.backoff.reset(key);
-      this.causes.delete(key);
-    }
+    this.backoff.forget(uid);
   }
 
   /** One sync of `pod`, whose runtime state is `nodePod` (undefined: the runtime has none). */
   async sync(pod: V1Pod, nodePod: NodePod | undefined, worker: PodWorkerOptions, request: PodActionsOptions = {}): Promise<PodSyncResult> {
     this.backoff.gc(this.now());
-    const actions = computePodActions(pod, nodePod, this, this.now(), request);
+    const actions = computePodActions(pod, nodePod, this.backoff, this.now(), request);
     const events: PodEvent[] = [];
     const started: StartedContainer[] = [];
     let created: PodOutcome | undefined;
@@ -117,9 +102,9 @@ export class PodSyncEngine implements RestartBackoff {
     if (actions.createSandbox) {
       created = await runPodOnce(this.cri, pod, worker);
       events.push(...created.events);
-      if (created.sandboxError !== undefined) this.noteFailure(sandboxBackoffKey(pod), 'ContainerCreating');
+      if (created.sandboxError !== undefined) this.backoff.noteFailure(sandboxBackoffKey(pod), 'ContainerCreating', this.now());
       // Containers that failed to start back off; those merely not reached yet do not.
-      for (const c of created.containers) if (c.state === 'waiting' && !notReached.has(c.reason ?? '')) this.noteFailure(containerBackoffKey(pod, c.name), c.reason);
+      for (const c of created.containers) if (c.state === 'waiting' && !notReached.has(c.reason ?? '')) this.backoff.noteFailure(containerBackoffKey(pod, c.name), c.reason, this.now());
     }
     const killed = new Set<string>();
     for (const kill of actions.containersToKill) {
@@ -136,7 +121,7 @@ export class PodSyncEngine implements RestartBackoff {
       }
     }
     const after = actions.createSandbox || actions.killPod || started.length > 0 || killed.size > 0 ? (await listNodePods(this.cri, { uid: pod.metadata?.uid ?? '', callTimeoutMs }))[0] : nodePod;
-    const held = this.holding(pod, after);
+    const held = this.holding(pod, after, request);
     return { actions, ...(created === undefined ? {} : { created }), started, events: [...events, ...held.events], nodePod: after, waiting: held.waiting };
   }
 
@@ -147,28 +132,17 @@ export class PodSyncEngine implements RestartBackoff {
     // so does each failed start; a start that left no exited container is retried after the pod
     // worker's fixed period instead (pod_workers.go completeWork, backOffPeriod).
     const exited = killed || current?.state === 'Exited';
-    if (exited || outcome.state === 'waiting') this.noteFailure(containerBackoffKey(pod, container.name), outcome.state === 'waiting' ? outcome.reason : undefined, exited);
+    if (exited || outcome.state === 'waiting') this.backoff.noteFailure(containerBackoffKey(pod, container.name), outcome.state === 'waiting' ? outcome.reason : undefined, this.now(), exited);
     return { outcome, attempt };
   }
 
-  /**
-   * A failure: the next attempt waits (backOff.Next). `advance` false: the pod worker's fixed
-   * retry of a failed sync, the initial delay again; a failed pull always advances.
-   */
-  private noteFailure(key: string, reason: string | undefined, advance = true): void {
-    const pull = pullFailures.has(reason ?? '');
-    if (!advance && !pull) this.backoff.reset(key);
-    this.backoff.next(key, this.now());
-    this.causes.set(key, { reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff', failure: reason });
-  }
-
   /** What the back-off holds after the sync: waiting records, and doBackOff's BackOff event for crash loops. */
-  private holding(pod: V1Pod, nodePod: NodePod | undefined): { waiting: Record<string, ContainerRecord>; events: PodEvent[] } {
+  private holding(pod: V1Pod, nodePod: NodePod | undefined, request: PodActionsOptions): { waiting: Record<string, ContainerRecord>; events: PodEvent[] } {
     const waiting: Record<string, ContainerRecord> = {};
     const events: PodEvent[] = [];
     if (nodePod === undefined) return { waiting, events };
     const m = pod.metadata!;
-    for (const held of computePodActions(pod, nodePod, this, this.now()).heldBack) {
+    for (const held of computePodActions(pod, nodePod, this.backoff, this.now(), request).heldBack) {
       if (held.waiting === undefined) continue;
       const name = held.container.name;
       if (held.waiting.reason === 'ImagePullBackOff') {
@@ -196,8 +170,6 @@ export function recordOfSync(record: PodRecord, sync: PodSyncResult): PodRecord 
   const attempts = Object.fromEntries(sync.started.map((s) => [s.outcome.name, s.attempt]));
   return { ...record, containers: { ...containerRecords(record.containers, sync.started.map((s) => s.outcome), attempts), ...sync.waiting } };
 }
-
-const ofPod = (key: string, uid: string): boolean => key === uid || key.startsWith(`${uid}/`);
 
 function ignoreNotFound(err: { code?: number }): void {
   if (err.code !== 5 /* NOT_FOUND: already gone */) throw err;

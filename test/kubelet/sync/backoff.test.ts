@@ -2,7 +2,7 @@
 // the kubelet's container back-off: backOffPeriod 10 s, MaxContainerBackOff 300 s
 // (kubernetes v1.34 pkg/kubelet/kubelet.go and the kubelet config).
 import { expect } from 'chai';
-import { Backoff, backOffPeriodMs, maxContainerBackOffMs } from '../../../src/kubelet/sync/backoff.js';
+import { Backoff, ContainerBackoff, backOffPeriodMs, maxContainerBackOffMs } from '../../../src/kubelet/sync/backoff.js';
 
 describe('Backoff (client-go flowcontrol)', () => {
   it('defaults to the kubelet container back-off: 10 s doubling to 300 s', () => {
@@ -60,5 +60,40 @@ describe('Backoff (client-go flowcontrol)', () => {
     b.next('a', 0);
     b.next('b', 0);
     expect([b.get('a'), b.get('b')]).to.deep.equal([20, 10]);
+  });
+});
+
+// kuberuntime_manager.go doBackOff (backOff.Next on every restart of an exited container),
+// pod_workers.go completeWork (a failed sync is retried after backOffPeriod, not doubled), and
+// the image manager's pull back-off (ImagePullBackOff).
+describe('ContainerBackoff (the kubelet restart back-off)', () => {
+  it('an exited container doubles its back-off; a start that left no exited container retries at the initial delay', () => {
+    const b = new ContainerBackoff(10_000, 300_000);
+    b.noteFailure('u1/a', undefined, 0);
+    b.noteFailure('u1/a', 'RunContainerError', 10_000);
+    expect(b.heldBack('u1/a', 10_000)).to.deep.equal({ delayMs: 20_000, reason: 'CrashLoopBackOff' });
+    b.noteFailure('u1/a', 'RunContainerError', 30_000, false);
+    expect(b.heldBack('u1/a', 30_000)).to.deep.equal({ delayMs: 10_000, reason: 'CrashLoopBackOff' });
+    expect(b.causeOf('u1/a', 40_000)).to.deep.equal({ reason: 'CrashLoopBackOff', failure: 'RunContainerError', holding: false });
+  });
+
+  it('a failed pull is ImagePullBackOff and always advances', () => {
+    const b = new ContainerBackoff(10_000, 300_000);
+    b.noteFailure('u1/a', 'ErrImagePull', 0, false);
+    b.noteFailure('u1/a', 'ErrImagePull', 10_000, false);
+    expect(b.heldBack('u1/a', 10_000)).to.deep.equal({ delayMs: 20_000, reason: 'ImagePullBackOff' });
+  });
+
+  it('tells when the earliest back-off of a pod ends, and forgets a pod whole', () => {
+    const b = new ContainerBackoff(10_000, 300_000);
+    b.noteFailure('u1', 'ContainerCreating', 0);
+    b.noteFailure('u1/a', undefined, 5_000);
+    b.noteFailure('u10/a', undefined, 0);
+    expect(b.nextDelay(1_000, 'u1')).to.equal(9_000);
+    expect(b.nextDelay(11_000, 'u1')).to.equal(4_000);
+    expect(b.nextDelay(16_000)).to.equal(undefined);
+    b.forget('u1');
+    expect([b.heldBack('u1', 1_000), b.heldBack('u1/a', 6_000)]).to.deep.equal([undefined, undefined]);
+    expect(b.heldBack('u10/a', 1_000)).to.deep.equal({ delayMs: 10_000, reason: 'CrashLoopBackOff' });
   });
 });
