@@ -19,13 +19,12 @@
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { createLogger } from '../log.js';
 import { loadExampleManifest, ExampleManifestError, type ExampleManifest } from '../demo/example-manifest.js';
 import { runExample, type ExampleReport } from '../demo/run-example.js';
 import type { FieldValidation } from '../apiserver/api-decoding.js';
 import { ManifestError, ManifestErrors } from '../apiserver/manifests.js';
 import { deleteNodePod } from '../kubelet/node-pods.js';
-import { admissionErrorText, alreadyExistsText, describePod, formatPodTable, manifestErrorTexts } from '../kubectl/pod-printers.js';
+import { admissionErrorText, alreadyExistsText, describePod, manifestErrorTexts } from '../kubectl/pod-printers.js';
 import { PodPrinter } from '../kubectl/pod-output.js';
 import { RunReadiness } from '../kubelet/run-readiness.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
@@ -33,7 +32,7 @@ import { podFailed } from '../kubelet/pod-status.js';
 import { readPodViews, type PodView } from '../kubelet/pod-views.js';
 import { defaultPodWorkers, maxPodWorkers, runPods, type PodRunResult } from '../kubelet/run-pods.js';
 import { junitReport, jsonReport, runReportCases, type ReportCase } from '../kubectl/run-report.js';
-import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
+import { kubeletSyncLoop, type SyncFlags } from './kubelet-sync-loop.js';
 import { UsageError, integerFlag, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';
 import { durationMs, formatGoDuration } from './go-duration.js';
 import { withExamples } from './help-examples.js';
@@ -43,7 +42,7 @@ import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kube
 import { connectRuntime, withRuntime } from './kubelet-runtime.js';
 import { nodeModeOptions, runNodeKubelet, type NodeModeOptions } from './node.js';
 import { kubeletStreamingCommands } from './kubelet-streaming.js';
-import { commandGcOptions, standaloneNodeOf } from './gc-flags.js';
+import { standaloneNodeOf } from './gc-flags.js';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const io = {
@@ -290,77 +289,6 @@ export async function kubeletDelete(names: string[], flags: ScopeFlags & { all?:
     errors.forEach(writeError);
     if (names.length === 0 && found.length === 0) writeError(noResourcesText(flags));
     return failed ? 1 : 0;
-  });
-}
-
-// ---- the static-pod sync loop ----
-
-interface SyncFlags {
-  podManifestPath?: string;
-}
-
-/** Logged once the loop watches the directory; scripts and tests wait for it. */
-export const SYNC_LOOP_READY_MESSAGE = 'cri-winsim kubelet watching the pod manifest path';
-
-export async function kubeletSyncLoop(flags: SyncFlags, command: Command): Promise<number> {
-  const settings = nodeSettings(command, io.err);
-  if (flags.podManifestPath === undefined) throw new UsageError('give a subcommand (run, get, describe, delete, logs, exec) or --pod-manifest-path DIR');
-  const manifestDir = resolve(flags.podManifestPath);
-  const info = await stat(manifestDir).catch(() => undefined);
-  if (info?.isDirectory() !== true) throw new Error(`--pod-manifest-path ${manifestDir}: not a directory`);
-  const cluster = clusterSource(command);
-  const user = requestUser(command);
-  const logger = createLogger({ level: settings.log.level, name: 'cri-winsim-kubelet', ...(settings.log.format === undefined ? {} : { format: settings.log.format }) });
-  return withRuntime(settings, async (cri) => {
-    const controller = new AbortController();
-    const onSignal = (sig: NodeJS.Signals): void => {
-      logger.info({ signal: sig }, 'stopping the sync loop');
-      controller.abort();
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-    try {
-      const loop = new StaticPodSyncLoop(cri, {
-        manifestDir,
-        cluster,
-        user,
-        design: gmsaDesign(command),
-        podLogsRoot: settings.podLogsRoot,
-        nodeName: settings.hostname,
-        callTimeoutMs: settings.callTimeoutMs,
-        records: new PodRecordStore(settings.rootDir),
-        node: standaloneNodeOf(command, settings.hostname),
-        garbageCollection: { ...commandGcOptions(command), onNodeEvent: (e) => logger.warn({ node: settings.hostname, reason: e.reason }, e.message) },
-      });
-      let lastTable = '';
-      const reported = new Set<string>();
-      const onPass = (report: SyncReport | Error): void => {
-        if (report instanceof Error) {
-          logger.error({ err: report }, 'sync pass failed');
-          return;
-        }
-        // Each refusal is reported once, not on every pass.
-        for (const message of report.refused) {
-          if (!reported.has(message)) logger.warn({ refused: message }, 'pod not started');
-        }
-        reported.clear();
-        report.refused.forEach((m) => reported.add(m));
-        for (const e of report.events) logger[e.type === 'Warning' ? 'warn' : 'info']({ pod: e.pod, container: e.container, reason: e.reason }, e.message);
-        for (const p of report.deleted) logger.info({ pod: p }, 'pod removed: its file is gone or changed');
-        // The table is printed when a pod's state changed, not because its AGE moved on.
-        const state = JSON.stringify(report.pods.map(({ startTime: _, ...rest }) => rest));
-        if (state !== lastTable) io.out(formatPodTable(report.pods.map((p) => ({ ...p, podIP: '' })), { namespaceColumn: true }));
-        lastTable = state;
-      };
-      logger.info({ manifestDir, endpoint: settings.endpoint }, SYNC_LOOP_READY_MESSAGE);
-      await loop.run(controller.signal, onPass);
-      logger.info('sync loop stopped');
-      await new Promise<void>((done) => logger.flush(() => done()));
-      return 0;
-    } finally {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-    }
   });
 }
 

@@ -4,7 +4,7 @@
  * (each must exit 0 before the next), then every regular container: image per imagePullPolicy,
  * CreateContainer, StartContainer. Every failure is reported with the kubelet's reason and message
  * (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError, …) and the
- * events a user would see. Restarts and the long-running sync loop are not part of one pass.
+ * events a user would see. Restarts are the sync engine's (sync/pod-sync.ts); this is its first pass.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,12 +13,12 @@ import type { V1ConfigMap, V1Container, V1Pod, V1Secret } from '@kubernetes/clie
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
 import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
-import type { NodeContainer, NodePod } from './node-pods.js';
 import { podKeyring, pullWithCredentials, PullErrors } from './image-pull.js';
 import type { DockerKeyring } from './image-pull-credentials.js';
 import { lookupRuntimeHandler } from './runtime-class.js';
 import type { RuntimeClass } from '../apiserver/runtime-class.js';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isSidecar } from './sync/pod-actions.js';
 
 export type ContainerKind = 'init' | 'regular';
 
@@ -176,77 +176,6 @@ export function effectivePullPolicy(container: V1Container): 'Always' | 'IfNotPr
 
 const ContainerStateExited = 2;
 
-/** What the pod workers read of a container's newest attempt. */
-export interface LatestAttempt {
-  readonly state: 'Created' | 'Running' | 'Exited' | 'Unknown';
-  readonly exitCode?: number;
-}
-
-/**
- * ShouldContainerBeRestarted (kubernetes v1.34 pkg/kubelet/container/helpers.go): a container
- * never run is started; a running one is left alone; one left `Created` or `Unknown` is started
- * again (a failed StartContainer that left the container created would otherwise be stuck; for
- * init containers computeInitContainerActions says the same); an exited one per restartPolicy.
- */
-export function shouldStartContainer(pod: V1Pod, latest: LatestAttempt | undefined): boolean {
-  if (latest === undefined) return true;
-  if (latest.state === 'Running') return false;
-  if (latest.state === 'Created' || latest.state === 'Unknown') return true;
-  return shouldRestart(pod, latest.exitCode ?? 0);
-}
-
-/** restartPolicy: Always restarts any exit, OnFailure a non-zero one, Never none. */
-export function shouldRestart(pod: V1Pod, exitCode: number): boolean {
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
-}
-
-/** Each container's newest attempt, by container name. */
-export function latestAttempts(pod: NodePod): Map<string, NodeContainer> {
-  const latest = new Map<string, NodeContainer>();
-  for (const c of pod.containers) if ((latest.get(c.name)?.attempt ?? -1) < c.attempt) latest.set(c.name, c);
-  return latest;
-}
-
-/** Go's time.Duration String for whole seconds and minutes: 10s, 1m20s, 5m0s. */
-export function formatBackoff(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  if (seconds < 60) return `${seconds}s`;
-  return `${Math.floor(seconds / 60)}m${seconds % 60}s`;
-}
-
-/** What the prober says about a pod's containers, as the kill of unhealthy ones reads it. */
-export interface ProbeVerdicts {
-  probes(podUid: string): boolean;
-  failedProbe(containerId: string): 'liveness' | 'startup' | undefined;
-}
-
-/**
- * computePodActions' probe branch and killContainer (kubernetes v1.34
- * pkg/kubelet/kuberuntime/kuberuntime_manager.go, kuberuntime_container.go): stops each running
- * container whose liveness or startup probe failed, with that probe's grace period or else the
- * pod's, and pushes its Killing event onto `events` first. Returns the names to start again at
- * once (restartPolicy other than Never).
- */
-export async function killUnhealthyContainers(cri: CriClient, pod: V1Pod, nodePod: NodePod, verdicts: ProbeVerdicts, callTimeoutMs: number, events: PodEvent[]): Promise<Set<string>> {
-  const killed = new Set<string>();
-  if (!verdicts.probes(nodePod.uid)) return killed;
-  for (const [name, current] of latestAttempts(nodePod)) {
-    const failed = current.state === 'Running' ? verdicts.failedProbe(current.id) : undefined;
-    const container = pod.spec?.containers.find((c) => c.name === name);
-    if (failed === undefined || container === undefined) continue;
-    const restart = (pod.spec?.restartPolicy ?? 'Always') !== 'Never';
-    const probe = failed === 'liveness' ? container.livenessProbe : container.startupProbe;
-    const grace = probe?.terminationGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-    events.push({ type: 'Normal', reason: 'Killing', message: `Container ${name} failed ${failed} probe${restart ? ', will be restarted' : ''}`, container: name });
-    await unaryCall(cri.runtime, 'StopContainer', { container_id: current.id, timeout: String(grace) }, { timeoutMs: callTimeoutMs + grace * 1000 }).catch((err: { code?: number }) => {
-      if (err.code !== 5 /* NOT_FOUND: already gone */) throw err;
-    });
-    if (restart) killed.add(name);
-  }
-  return killed;
-}
-
 class ContainerStartFailure extends Error {
   constructor(
     readonly reason: string,
@@ -301,6 +230,11 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
       outcomes.push(started);
       waitingAll('PodInitializing', [{ list: initContainers.slice(i + 1), kind: 'init' }, { list: containers, kind: 'regular' }]);
       return { sandboxId, containers: outcomes, events };
+    }
+    // A sidecar keeps running beside the pod: once started, the next init container follows.
+    if (isSidecar(container)) {
+      outcomes.push(started);
+      continue;
     }
     const finished = await waitForExit(cri, started, options, call);
     outcomes.push(finished);

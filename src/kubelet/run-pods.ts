@@ -15,10 +15,12 @@ import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOpti
 import { admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { listNodePods } from './node-pods.js';
 import { snapshotPodObjects } from './pod-objects.js';
-import { containerRecords, mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
+import { mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from '../apiserver/pod-update.js';
-import { syncPodUpdate } from './pod-update-sync.js';
-import { ImagePulls, runPodOnce, TurnSequence, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
+import { ImagePulls, TurnSequence, type ContainerOutcome, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
+import type { NodeContainer } from './node-pods.js';
+import { latestAttempts } from './sync/pod-actions.js';
+import { PodSyncEngine, recordOfSync } from './sync/pod-sync.js';
 import type { UserInfo } from '../apiserver/rbac.js';
 
 /** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
@@ -85,6 +87,8 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     ...(options.manifests?.validation === undefined ? {} : { validation: options.manifests.validation }),
   };
   const workerOptions: PodWorkerOptions = { ...options, ...snapshotPodObjects(cluster), imagePulls: new ImagePulls() };
+  // One pass over each pod: nothing waits for a back-off, so the engine's back-off is zero.
+  const engine = new PodSyncEngine(cri, { callTimeoutMs: options.callTimeoutMs, backoffInitialMs: 0 });
   const node = options.node ?? standaloneNode(options.nodeName ?? 'winnode1');
   // The pods that hold the node's resources for the kubelet's admission: those it runs already
   // (recorded and still in the runtime), read once, and those admitted in this run, in the order
@@ -103,17 +107,13 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     if (!update.allowed) return { stage: 'admission', pod: live, source, error: update.error, operation: 'update' };
     const nodePod = (await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).find((p) => p.uid === live.metadata?.uid);
     if (nodePod === undefined) return { stage: 'exists', pod: live, source };
-    const outcome = await syncPodUpdate(cri, live, update.pod, nodePod, workerOptions);
-    const at = new Date();
-    const attempts: Record<string, number> = {};
-    for (const c of nodePod.containers) attempts[c.name] = Math.max(attempts[c.name] ?? 0, c.attempt + 1);
-    await options.records?.save({
-      ...record,
-      pod: update.pod,
-      applied: file,
-      containers: containerRecords(record.containers, outcome.containers.filter((c) => outcome.events.some((e) => e.container === c.name)), attempts),
-      events: mergeEvents(record.events, outcome.events, at),
-    });
+    // The kubelet's answer to the accepted update: containers whose definition changed are
+    // killed and started again with the new spec; the others keep running (computePodActions).
+    const sync = await engine.sync(update.pod, nodePod, workerOptions, { restartExited: false });
+    const latest = latestAttempts(nodePod);
+    const containers = (update.pod.spec?.containers ?? []).map((c) => sync.started.find((s) => s.outcome.name === c.name)?.outcome ?? currentOutcome(c.name, latest.get(c.name)));
+    const outcome: PodOutcome = { sandboxId: nodePod.sandboxId, containers, events: sync.events };
+    await options.records?.save({ ...recordOfSync(record, sync), pod: update.pod, applied: file, events: mergeEvents(record.events, sync.events, new Date()) });
     return { stage: 'runtime', pod: update.pod, source, outcome };
   };
 
@@ -142,7 +142,7 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       admittedInRun.push(admission.pod);
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
-      const outcome = await runPodOnce(cri, runnable, { ...workerOptions, sandboxTurn });
+      const outcome = (await engine.sync(runnable, undefined, { ...workerOptions, sandboxTurn }, { restartExited: false })).created!;
       await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod));
       return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };
     } finally {
@@ -239,4 +239,10 @@ export function summarizePodRun(result: PodRunResult): PodSummary {
   const first = regular.find((c) => c.state === 'waiting' && c.reason !== undefined);
   if (first !== undefined) return { namespace, name, ready, status: first.reason!, detail: `${first.name}: ${first.message ?? first.reason}` };
   return { namespace, name, ready, status: 'Running', detail: '' };
+}
+
+/** A container the update left alone, as the outcome of the pass reports it. */
+function currentOutcome(name: string, current: NodeContainer | undefined): ContainerOutcome {
+  const state = current?.state === 'Running' ? 'started' : current?.state === 'Exited' ? 'exited' : 'waiting';
+  return { name, kind: 'regular', state, ...(current === undefined ? {} : { containerId: current.id }), ...(current?.exitCode === undefined ? {} : { exitCode: current.exitCode }) };
 }

@@ -6,12 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
 import { listNodePods } from '../../src/kubelet/node-pods.js';
-import { shouldStartContainer, type LatestAttempt } from '../../src/kubelet/pod-worker.js';
 import { PodRecordStore } from '../../src/kubelet/pod-records.js';
 import { CallConditions } from '../../src/runtime/call-conditions/call-conditions.js';
 import { requestingUser } from '../../src/apiserver/rbac.js';
 import { StaticPodSyncLoop, type SyncReport } from '../../src/kubelet/static-pods.js';
-import { shouldRestart } from '../../src/kubelet/pod-worker.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
@@ -28,40 +26,6 @@ ${extra}  containers:
       image: mcr.microsoft.com/windows/nanoserver:ltsc2022
       command: ${JSON.stringify(command)}
 `;
-
-describe('restartPolicy', () => {
-  const cases: [string, number, boolean][] = [
-    ['Always', 0, true],
-    ['Always', 1, true],
-    ['OnFailure', 0, false],
-    ['OnFailure', 1, true],
-    ['Never', 1, false],
-  ];
-  for (const [policy, exitCode, expected] of cases) {
-    it(`${policy} ${expected ? 'restarts' : 'does not restart'} after exit ${exitCode}`, () => {
-      expect(shouldRestart({ spec: { restartPolicy: policy, containers: [] } }, exitCode)).to.equal(expected);
-    });
-  }
-});
-
-// kubernetes v1.34 pkg/kubelet/container/helpers.go ShouldContainerBeRestarted.
-describe('ShouldContainerBeRestarted', () => {
-  const cases: [string, string, LatestAttempt | undefined, boolean][] = [
-    ['never run', 'Never', undefined, true],
-    ['running', 'Always', { state: 'Running' }, false],
-    ['left created by a failed start', 'Never', { state: 'Created' }, true],
-    ['unknown', 'Never', { state: 'Unknown' }, true],
-    ['exited 1, Always', 'Always', { state: 'Exited', exitCode: 1 }, true],
-    ['exited 0, OnFailure', 'OnFailure', { state: 'Exited', exitCode: 0 }, false],
-    ['exited 1, OnFailure', 'OnFailure', { state: 'Exited', exitCode: 1 }, true],
-    ['exited 1, Never', 'Never', { state: 'Exited', exitCode: 1 }, false],
-  ];
-  for (const [name, restartPolicy, latest, expected] of cases) {
-    it(`${name} (${restartPolicy}): ${expected ? 'started' : 'left alone'}`, () => {
-      expect(shouldStartContainer({ spec: { restartPolicy, containers: [] } }, latest)).to.equal(expected);
-    });
-  }
-});
 
 /** A seed whose StartContainer fault draws (rate 0.5, node WINNODE1) fail, fail, then pass. */
 function seedFailingTwice(): number {
@@ -221,12 +185,16 @@ describe('static pod sync loop against the cri-winsim runtime', function () {
     const second = await loop.syncOnce();
     expect(second.started).to.deep.equal([]);
     expect(second.restarted).to.deep.equal(['default/crash']);
-    expect(second.events.filter((e) => e.reason === 'BackOff').map((e) => e.pod)).to.deep.equal(['default/crash']);
     expect(row(second, 'once')).to.deep.include({ status: 'Error', restarts: 0 });
 
     await exited('crash');
     const third = await loop.syncOnce();
     expect(third.restarted).to.deep.equal([]);
+    // doBackOff (kubernetes v1.34 kuberuntime_manager.go): a sync that finds the exited container
+    // in its back-off sends BackOff; the Never pod's exited container is not restarted at all.
+    expect(third.events.filter((e) => e.reason === 'BackOff').map((e) => [e.pod, e.message])).to.deep.equal([
+      ['default/crash', `Back-off restarting failed container main in pod crash_default(${(await listNodePods(cri)).find((p) => p.name === 'crash')!.uid})`],
+    ]);
     expect(row(third, 'crash')).to.deep.include({ ready: '0/1', status: 'CrashLoopBackOff', restarts: 1 });
 
     clock += 10_000;
@@ -405,7 +373,7 @@ describe('static pod sync loop run(): event-driven, not polling', function () {
       expect(pod.containers.map((c) => c.attempt).sort()).to.include.members([0, 1, 2, 3]);
       // The pass that made attempt 3 reports when it ends, which may be after the list above.
       const backOffs = () => loop.reports.flatMap((r) => r.events.map((e) => e.reason)).filter((r) => r === 'BackOff').length;
-      await until('a BackOff event for each restart', () => (backOffs() >= 3 ? true : undefined));
+      await until('a BackOff event for each exit the back-off holds', () => (backOffs() >= 3 ? true : undefined));
     } finally {
       loop.stop();
       await loop.done;

@@ -22,16 +22,17 @@
  * here. The KEP's ConfigMap design is the kubelet's share: the ConfigMap its annotation names is
  * read through the API, as the node, under the Node authorizer.
  */
-import type { V1ConfigMap, V1Container, V1Pod } from '@kubernetes/client-node';
-import type * as grpc from '@grpc/grpc-js';
+import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
 import { unaryCall, type CriClient } from '../../cri/proto.js';
 import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../../apiserver/admission.js';
-import { buildPodSandboxConfig } from '../cri-config.js';
-import { deleteNodePod, listNodePods, type NodeContainer, type NodePod } from '../node-pods.js';
-import { computePodStatus, type ContainerStatusView, type PodStatusView, type ProbeStatus } from '../pod-status.js';
-import type { ContainerRecord, PodRecord } from '../pod-records.js';
-import { formatBackoff, killUnhealthyContainers, latestAttempts, runPodOnce, shouldRestart, shouldStartContainer, startContainer, type ContainerKind, type ImagePulls, type PodEvent, type PodWorkerOptions } from '../pod-worker.js';
+import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
+import { computePodStatus, type PodStatusView, type ProbeStatus } from '../pod-status.js';
+import type { PodRecord } from '../pod-records.js';
+import type { ImagePulls, PodEvent, PodWorkerOptions } from '../pod-worker.js';
+import { PodSyncEngine, recordOfSync } from '../sync/pod-sync.js';
+import { watchContainerExits } from '../sync/container-exits.js';
+import { apiPodStatus } from './api-pod-status.js';
 import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
@@ -77,12 +78,6 @@ export interface PodControllerOptions {
   readonly wheel?: TimerWheel;
 }
 
-interface Backoff {
-  delayMs: number;
-  notBefore: number;
-  reason: 'CrashLoopBackOff' | 'ImagePullBackOff';
-}
-
 interface PodState {
   pod: V1Pod;
   readonly uid: string;
@@ -96,20 +91,19 @@ interface PodState {
   syncing: boolean;
   dirty: boolean;
   record: PodRecord;
-  readonly backoffs: Map<string, Backoff>;
   backoffTimer?: NodeJS.Timeout;
   lastStatus: string;
   readonly transitions: Map<string, { status: string; at: string }>;
 }
 
-const containerStoppedEvent = 2;
-const time = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export class PodController implements PodHandler {
   private readonly pods = new Map<string, PodState>();
   /** Pods the runtime had at start-up, by UID: adopted when the API lists them, removed when not. */
   private adoptable = new Set<string>();
-  private events: grpc.ClientReadableStream<unknown> | undefined;
+  private events: { cancel(): void } | undefined;
+  /** The kubelet's pod sync: actions, their execution, the restart back-off. */
+  private readonly engine: PodSyncEngine;
   private stopped = false;
   private readonly probes: ProbeManager;
   private readonly ownWheel: TimerWheel | undefined;
@@ -122,6 +116,7 @@ export class PodController implements PodHandler {
     private readonly options: PodControllerOptions,
   ) {
     this.ownWheel = options.wheel === undefined ? new TimerWheel() : undefined;
+    this.engine = new PodSyncEngine(cri, { ...options, gracePeriodSeconds: 0 });
     this.probes = new ProbeManager({
       scheduler: options.wheel ?? this.ownWheel!,
       exec: runInContainer(cri, options.callTimeoutMs),
@@ -153,19 +148,13 @@ export class PodController implements PodHandler {
 
   private followContainerEvents(): void {
     if (this.stopped) return;
-    try {
-      this.events = this.cri.runtime.GetContainerEvents({}) as unknown as grpc.ClientReadableStream<unknown>;
-    } catch (err) {
-      this.logger.warn({ err: errorText(err) }, 'GetContainerEvents failed; container exits are seen at the next sync only');
-      return;
-    }
-    this.events.on('data', (event: { container_event_type?: number; pod_sandbox_status?: { metadata?: { uid?: string } } }) => {
-      const uid = event.pod_sandbox_status?.metadata?.uid;
-      if (event.container_event_type === containerStoppedEvent && uid !== undefined && this.pods.has(uid)) this.enqueue(uid);
-    });
-    this.events.on('error', (err: grpc.ServiceError) => {
-      if (!this.stopped && err.code !== 1 && err.code !== 12) this.logger.warn({ err: err.message }, 'GetContainerEvents stream failed');
-    });
+    this.events = watchContainerExits(
+      this.cri,
+      (uid) => {
+        if (uid !== undefined && this.pods.has(uid)) this.enqueue(uid);
+      },
+      (err) => this.logger.warn({ err: err.message }, 'container exits are seen at the next sync only'),
+    );
   }
 
   // ---- informer events ----
@@ -184,7 +173,6 @@ export class PodController implements PodHandler {
         syncing: false,
         dirty: false,
         record: { pod, startTime: new Date().toISOString(), sandboxCreated: false, containers: {}, events: [] },
-        backoffs: new Map(),
         lastStatus: '',
         transitions: new Map(),
       });
@@ -246,6 +234,7 @@ export class PodController implements PodHandler {
   private async sync(state: PodState): Promise<void> {
     if (state.deleted) {
       clearTimeout(state.backoffTimer);
+      this.engine.forget(state.uid);
       this.probes.removePod(state.uid);
       this.pods.delete(state.uid);
       this.recorder.forget(state.uid);
@@ -292,37 +281,21 @@ export class PodController implements PodHandler {
       // The kubelet's share of the KEP's ConfigMap design failed: no container can be configured.
       for (const c of pod.spec?.containers ?? []) state.record = { ...state.record, containers: { ...state.record.containers, [c.name]: { attempt: 0, reason: 'CreateContainerConfigError', message: workerOptions } } };
       events.push({ type: 'Warning', reason: 'Failed', message: `Error: ${workerOptions}` });
-    } else if (nodePod === undefined || !nodePod.sandboxReady) {
-      if (!this.inBackoff(state, '')) {
-        // A sandbox that is not ready any more (the node rebooted: a --simulate-reboot start) is
-        // replaced, as computePodActions creates a new one; the old goes with its exited containers.
-        if (nodePod !== undefined) {
-          await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds: 0, callTimeoutMs: this.options.callTimeoutMs });
-          this.logger.info({ pod: podKey(pod), sandbox: nodePod.sandboxId }, 'pod sandbox not ready: creating a new one');
-        }
-        const outcome = await runPodOnce(this.cri, pod, workerOptions);
-        events.push(...outcome.events);
-        if (outcome.sandboxError !== undefined) this.noteFailure(state, '', 'ContainerCreating');
-        state.record = { ...state.record, sandboxCreated: outcome.sandboxError === undefined, containers: {} };
-        for (const c of outcome.containers) {
-          state.record = { ...state.record, containers: { ...state.record.containers, [c.name]: containerRecord(c, 0) } };
-          if (c.state === 'waiting' && c.reason !== 'PodInitializing' && c.reason !== 'ContainerCreating') this.noteFailure(state, c.name, c.reason);
-        }
-      }
     } else {
-      const killed = await killUnhealthyContainers(this.cri, state.pod, nodePod, this.probes, this.options.callTimeoutMs, events);
-      if (killed.size > 0) nodePod = (await this.readNodePod(state.uid)) ?? nodePod;
-      await this.restartExited(state, nodePod, workerOptions, events, killed);
+      const sync = await this.engine.sync(pod, nodePod, workerOptions, { probes: this.probes });
+      // A sandbox that is not ready any more (the node rebooted: a --simulate-reboot start) was replaced.
+      if (sync.actions.killPod) this.logger.info({ pod: podKey(pod), sandbox: nodePod?.sandboxId }, 'pod sandbox not ready: creating a new one');
+      events.push(...sync.events);
+      state.record = recordOfSync(state.record, sync);
+      nodePod = sync.nodePod;
     }
     this.recorder.record(pod, events);
-    nodePod = await this.readNodePod(state.uid);
-    this.recordBackoffs(state, nodePod, events);
     // The probe workers exist before the first status (the kubelet's AddPod comes before the pod's
     // first sync): without them a probed container would be reported ready until the next sync.
     this.probes.addPod(state.pod);
     const view = computePodStatus(pod, nodePod, state.record, this.probeStatus(state.uid), [this.options.nodeIp]);
     this.observeForProbes(state, view, nodePod);
-    await this.patchStatus(state, this.apiStatus(state, view));
+    await this.patchStatus(state, apiPodStatus(view, state.transitions, this.options.nodeIp));
     this.armBackoffTimer(state);
   }
 
@@ -396,120 +369,15 @@ export class PodController implements PodHandler {
 
   // ---- restarts and back-off ----
 
-  private inBackoff(state: PodState, container: string): boolean {
-    const backoff = state.backoffs.get(container);
-    return backoff !== undefined && Date.now() < backoff.notBefore;
-  }
-
-  /**
-   * The next attempt's delay: doubled up to the cap (doBackOff's backOff.Next), or, `advance`
-   * false, the pod worker's fixed retry of a failed sync (a start that left no exited container
-   * for doBackOff to count; pod_workers.go completeWork, kubelet.go backOffPeriod 10 s).
-   */
-  private noteFailure(state: PodState, container: string, reason: string | undefined, advance = true): void {
-    const previous = state.backoffs.get(container);
-    const initial = this.options.backoffInitialMs ?? 10_000;
-    const pull = reason === 'ErrImagePull' || reason === 'ErrImageNeverPull' || reason === 'ImagePullBackOff';
-    const delayMs = previous === undefined || !(advance || pull) ? initial : Math.min(previous.delayMs * 2, this.options.backoffMaxMs ?? 300_000);
-    state.backoffs.set(container, { delayMs, notBefore: Date.now() + delayMs, reason: pull ? 'ImagePullBackOff' : 'CrashLoopBackOff' });
-  }
-
+  /** The next sync of a pod follows the end of its earliest back-off. */
   private armBackoffTimer(state: PodState): void {
     clearTimeout(state.backoffTimer);
-    const now = Date.now();
-    const pending = [...state.backoffs.values()].map((b) => b.notBefore - now).filter((d) => d > 0);
-    if (pending.length === 0 || this.stopped) return;
-    state.backoffTimer = setTimeout(() => this.enqueue(state.uid), Math.min(...pending) + 5);
-  }
-
-  /** computePodActions for a ready sandbox: init containers in order, then exited containers per restartPolicy. */
-  /** `killed`: containers just stopped for a failed probe, started again whatever their exit code. */
-  private async restartExited(state: PodState, nodePod: NodePod, options: PodWorkerOptions, events: PodEvent[], killed: ReadonlySet<string> = new Set()): Promise<void> {
-    const pod = state.pod;
-    const latest = latestAttempts(nodePod);
-    for (const container of pod.spec?.initContainers ?? []) {
-      const current = latest.get(container.name);
-      if (current?.state === 'Exited' && current.exitCode === 0) continue;
-      if (current?.state === 'Running') return;
-      // Created: a failed start left it so; computeInitContainerActions starts it again.
-      if (current?.state === 'Exited' && (pod.spec?.restartPolicy ?? 'Always') === 'Never') return;
-      if (this.inBackoff(state, container.name)) return;
-      await this.restart(state, container, 'init', nodePod, current, options, events);
-      return;
-    }
-    for (const container of pod.spec?.containers ?? []) {
-      const current = latest.get(container.name);
-      if (!killed.has(container.name) && !shouldStartContainer(pod, current)) continue;
-      if (!killed.has(container.name) && this.inBackoff(state, container.name)) continue;
-      await this.restart(state, container, 'regular', nodePod, current, options, events);
-    }
-  }
-
-  private async restart(state: PodState, container: V1Container, kind: ContainerKind, nodePod: NodePod, current: NodeContainer | undefined, options: PodWorkerOptions, events: PodEvent[]): Promise<void> {
-    const attempt = current === undefined ? 0 : current.attempt + 1;
-    const outcome = await startContainer(this.cri, state.pod, container, kind, {
-      sandboxId: nodePod.sandboxId,
-      sandboxConfig: buildPodSandboxConfig(state.pod, { podLogsRoot: options.podLogsRoot }),
-      attempt,
-      options,
-      events,
-    });
-    state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: containerRecord(outcome, attempt) } };
-    const exited = current?.state === 'Exited';
-    if (exited || outcome.state === 'waiting') this.noteFailure(state, container.name, outcome.state === 'waiting' ? outcome.reason : undefined, exited);
-  }
-
-  /** Containers held back by back-off wait with CrashLoopBackOff/ImagePullBackOff and a BackOff event. */
-  private recordBackoffs(state: PodState, nodePod: NodePod | undefined, events: PodEvent[]): void {
-    const pod = state.pod;
-    const latest = nodePod === undefined ? new Map<string, NodeContainer>() : latestAttempts(nodePod);
-    const m = pod.metadata!;
-    for (const container of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-      const backoff = state.backoffs.get(container.name);
-      if (backoff === undefined || Date.now() >= backoff.notBefore) continue;
-      const current = latest.get(container.name);
-      if (backoff.reason === 'CrashLoopBackOff' && current?.state === 'Exited' && shouldRestart(pod, current.exitCode ?? 0)) {
-        const message = `back-off ${formatBackoff(backoff.delayMs)} restarting failed container=${container.name} pod=${m.name}_${m.namespace}(${m.uid})`;
-        state.record = { ...state.record, containers: { ...state.record.containers, [container.name]: { attempt: current.attempt, containerId: current.id, reason: 'CrashLoopBackOff', message } } };
-        // pkg/kubelet/kuberuntime doBackOff.
-        const event = { type: 'Warning' as const, reason: 'BackOff', message: `Back-off restarting failed container ${container.name} in pod ${m.name}_${m.namespace}(${m.uid})`, container: container.name };
-        if (!events.some((e) => e.reason === event.reason && e.container === event.container)) this.recorder.record(pod, [event]);
-      } else if (backoff.reason === 'ImagePullBackOff') {
-        state.record = {
-          ...state.record,
-          containers: { ...state.record.containers, [container.name]: { attempt: current === undefined ? 0 : current.attempt + 1, reason: 'ImagePullBackOff', message: `Back-off pulling image ${JSON.stringify(container.image ?? '')}` } },
-        };
-      }
-    }
+    const pending = this.engine.nextBackoffDelay(state.uid);
+    if (pending === undefined || this.stopped) return;
+    state.backoffTimer = setTimeout(() => this.enqueue(state.uid), pending + 5);
   }
 
   // ---- status ----
-
-  private apiStatus(state: PodState, view: PodStatusView): Record<string, unknown> {
-    const now = time(new Date());
-    const conditions = view.conditions
-      .filter((c) => c.type !== 'PodScheduled')
-      .map((c) => {
-        const previous = state.transitions.get(c.type);
-        const at = previous !== undefined && previous.status === c.status ? previous.at : now;
-        state.transitions.set(c.type, { status: c.status, at });
-        return { type: c.type, status: c.status, ...(c.reason === undefined ? {} : { reason: c.reason }), ...(c.message === undefined ? {} : { message: c.message }), lastProbeTime: null, lastTransitionTime: at };
-      });
-    // The sandbox's IP, or the node's for a hostNetwork pod (generateAPIPodStatus).
-    const podIp = view.podIP ?? '';
-    return {
-      phase: view.phase,
-      conditions,
-      hostIP: this.options.nodeIp,
-      // podIPs and hostIPs merge by ip: `$patch: replace` keeps a new sandbox's IP from being
-      // added beside the old one (the status manager's two-way patch deletes the old entry).
-      hostIPs: [{ $patch: 'replace' }, { ip: this.options.nodeIp }],
-      ...(podIp === '' ? {} : { podIP: podIp, podIPs: [{ $patch: 'replace' }, { ip: podIp }] }),
-      ...(view.startTime === undefined ? {} : { startTime: view.startTime }),
-      ...(view.initContainerStatuses === undefined ? {} : { initContainerStatuses: view.initContainerStatuses.map(apiContainerStatus) }),
-      containerStatuses: view.containerStatuses.map(apiContainerStatus),
-    };
-  }
 
   /** PATCH pods/status (strategic merge, with metadata.uid as the status manager sends it) when it changed. */
   private async patchStatus(state: PodState, status: Record<string, unknown>): Promise<void> {
@@ -545,7 +413,7 @@ export class PodController implements PodHandler {
         for (const id of nodePod.sandboxIds) await unaryCall(this.cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call).catch(ignoreNotFound);
       }
       clearTimeout(state.backoffTimer);
-      state.backoffs.clear();
+      this.engine.forget(state.uid);
       this.probes.removePod(state.uid);
       const stopped = await this.readNodePod(state.uid);
       // A deleted pod's containers are not restarted: its phase is terminal.
@@ -553,7 +421,7 @@ export class PodController implements PodHandler {
       const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
       const view = computePodStatus(final, stopped, { ...state.record, containers: records }, undefined, [this.options.nodeIp]);
       const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
-      await this.patchStatus(state, this.apiStatus(state, { ...view, phase }));
+      await this.patchStatus(state, apiPodStatus({ ...view, phase }, state.transitions, this.options.nodeIp));
       state.terminated = true;
     }
     try {
@@ -573,30 +441,6 @@ export class PodController implements PodHandler {
     this.logger.info({ pod: `${nodePod.namespace}/${nodePod.name}`, uid, why }, 'pod removed from the runtime');
   }
 }
-
-function apiContainerStatus(s: ContainerStatusView): Record<string, unknown> {
-  return {
-    name: s.name,
-    state: s.state,
-    lastState: s.lastState,
-    ready: s.ready,
-    restartCount: s.restartCount,
-    image: s.image,
-    imageID: s.imageID,
-    ...(s.containerID === undefined ? {} : { containerID: s.containerID }),
-    started: s.started,
-  };
-}
-
-function containerRecord(c: { state: string; reason?: string; message?: string; containerId?: string }, attempt: number): ContainerRecord {
-  return {
-    attempt,
-    ...(c.containerId === undefined ? {} : { containerId: c.containerId }),
-    ...(c.state === 'waiting' && c.reason !== undefined ? { reason: c.reason } : {}),
-    ...(c.state === 'waiting' && c.message !== undefined ? { message: c.message } : {}),
-  };
-}
-
 
 /** The part of a pod's spec that may change after creation (container images). */
 const imagesOf = (pod: V1Pod): string => JSON.stringify([...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image));
