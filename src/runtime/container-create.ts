@@ -23,12 +23,13 @@ import {
   withSysctls,
   withTerminal,
   withWindowsResources,
+  type OciSeccomp,
   type OciSpec,
 } from './oci/spec.js';
 import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
 import { DockershimKepFlavor } from './runtime-flavor-dockershim-kep.js';
 import type { RuntimeFlavor } from './runtime-flavor.js';
-import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
+import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable, type ContainerRecord, type ContainerSpecs } from './store/container-store.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
