@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { AdMode } from '../demo/example-manifest.js';
-import type { RuntimeFlavorName } from '../runtime/runtime-flavor.js';
+import type { RuntimeFlavorName } from '../runtime/flavors/flavor.js';
 import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import { withExamples } from './help-examples.js';
 import { addLogFlags, logSettings } from './log-flags.js';

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
-import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS } from '../runtime/runtime-flavor.js';
+import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS } from '../runtime/flavors/flavor.js';
 import { UNKNOWN_IMAGE_RULES } from '../runtime/images/images-file.js';
 
 /** `--runtime-flavor` and `--ad-mode` as `runtime`, `node` and `demo` take them. */

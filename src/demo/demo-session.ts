@@ -15,7 +15,7 @@ import { createLogger, silentLogger, type LogFormat, type Logger } from '../log.
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import type { CallConditionsOptions } from '../runtime/call-conditions/call-conditions.js';
 import { loadExampleManifest, type AdMode, type ExampleManifest } from './example-manifest.js';
-import type { RuntimeFlavorName } from '../runtime/runtime-flavor.js';
+import type { RuntimeFlavorName } from '../runtime/flavors/flavor.js';
 import { createProgress, type ProgressReporter } from './progress.js';
 import { formatReport } from './result-table.js';
 import { runExample, type ExampleReport } from './run-example.js';

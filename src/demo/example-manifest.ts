@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { MAX_YAML_NESTING, yamlNestingDepth } from '../yaml-nesting.js';
 import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../apiserver/admission.js';
 import { AD_MODE_CHOICES, DEFAULT_AD_MODE } from '../runtime/windows/ad-mode.js';
-import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS, type RuntimeFlavorName } from '../runtime/runtime-flavor.js';
+import { DEFAULT_RUNTIME_FLAVOR, RUNTIME_FLAVORS, type RuntimeFlavorName } from '../runtime/flavors/flavor.js';
 
 /** An `--ad-mode` value (ad-mode.ts): windows-server, gmsa-kep, or a deprecated alias. */
 export type AdMode = string;

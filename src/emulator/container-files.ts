@@ -1,17 +1,26 @@
 import { posix } from 'node:path';
-import type { ExecutionTarget } from './command-registry.js';
+import type { OciSpec } from '../runtime/oci/spec.js';
+
+/**
+ * What path resolution reads of the container a command runs in (an ExecutionTarget has it): its
+ * OS and the OCI spec's working directory, bind mounts and root.
+ */
+export interface ContainerFilesystem {
+  readonly os: 'linux' | 'windows';
+  readonly ociSpec: OciSpec;
+}
 
 /**
  * Paths inside a container: relative paths start at the process's working directory; a path
  * under a bind mount maps to the host; a write elsewhere fails when the root is read-only.
  */
-export function containerPath(target: ExecutionTarget, path: string): string {
+export function containerPath(target: ContainerFilesystem, path: string): string {
   if (target.os === 'windows') return path;
   return posix.resolve(target.ociSpec.process.cwd || '/', path);
 }
 
 /** The bind mount covering a container path, with the host path it maps to. */
-export function mountFor(target: ExecutionTarget, path: string): { hostPath: string; readonly: boolean } | undefined {
+export function mountFor(target: ContainerFilesystem, path: string): { hostPath: string; readonly: boolean } | undefined {
   const normal = containerPath(target, path);
   let best: { destination: string; source: string; readonly: boolean } | undefined;
   for (const m of target.ociSpec.mounts) {
@@ -26,7 +35,7 @@ export function mountFor(target: ExecutionTarget, path: string): { hostPath: str
 }
 
 /** Whether writing the path fails with "Read-only file system". */
-export function writeRefused(target: ExecutionTarget, path: string): boolean {
+export function writeRefused(target: ContainerFilesystem, path: string): boolean {
   const normal = containerPath(target, path);
   if (normal.startsWith('/dev/') || normal.startsWith('/proc/')) return false;
   const mount = mountFor(target, normal);

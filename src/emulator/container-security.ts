@@ -1,4 +1,3 @@
-import type { OciSeccomp } from '../runtime/oci/linux-security.js';
 import type { OciSpec } from '../runtime/oci/spec.js';
 
 /**
@@ -31,7 +30,7 @@ export const capabilityName = (c: string): string => (c.toUpperCase().startsWith
 
 /** Whether the container's seccomp filter lets a system call through. */
 export function syscallAllowed(spec: OciSpec, name: string): boolean {
-  const seccomp = spec.linux?.seccomp as OciSeccomp | undefined;
+  const seccomp = spec.linux?.seccomp;
   if (seccomp === undefined) return true;
   const rule = seccomp.syscalls?.find((r) => r.names.includes(name));
   const action = rule?.action ?? seccomp.defaultAction;

@@ -6,7 +6,7 @@ import { merged } from '../merged.js';
 import { CleanupStack } from './cleanup.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';
-import type { ImageConfig } from './images/catalogue.js';
+import type { ImageConfig } from './images/image-config.js';
 import {
   composeSpec,
   withAnnotations,
@@ -23,12 +23,11 @@ import {
   withSysctls,
   withTerminal,
   withWindowsResources,
+  type OciSeccomp,
   type OciSpec,
 } from './oci/spec.js';
-import { checkWindowsContainerAgainstSandbox, stageCredentialSpec, windowsContainerSpecOpts } from './container-create-windows.js';
-import { DockershimKepFlavor } from './runtime-flavor-dockershim-kep.js';
-import type { RuntimeFlavor } from './runtime-flavor.js';
-import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp, type OciSeccomp } from './oci/linux-security.js';
+import type { RuntimeFlavor } from './flavors/flavor.js';
+import { effectiveCapabilities, resolveSeccomp, withCapabilities, withSeccomp } from './oci/linux-security.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable, type ContainerRecord, type ContainerSpecs } from './store/container-store.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
@@ -89,8 +88,8 @@ export function buildContainerSpec(
   sandbox: SandboxRecord,
   args: string[],
   id: string,
-  seccomp?: OciSeccomp,
-  flavor: RuntimeFlavor = DEFAULT_FLAVOR,
+  seccomp: OciSeccomp | undefined,
+  flavor: RuntimeFlavor,
 ): OciSpec {
   const sc = config.linux?.security_context ?? null;
   const envs = config.envs.map((kv) => `${kv.key}=${kv.value}`);
@@ -107,7 +106,8 @@ export function buildContainerSpec(
       sc?.run_as_group ? Number(sc.run_as_group.value) : undefined,
       (sc?.supplemental_groups ?? []).map(Number),
     ),
-    ...(os === 'windows' ? windowsContainerSpecOpts(flavor, config, image) : []),
+    // Windows: the user and the HostProcess annotation as the runtime flavor writes them.
+    ...(os === 'windows' ? flavor.containerSpecOpts(config, image) : []),
     withNoNewPrivileges(sc?.no_new_privs ?? false),
     withReadonlyRootfs(sc?.readonly_rootfs ?? false),
     ...(os === 'linux' ? [withCapabilities(effectiveCapabilities(sc)), withSeccomp(seccomp)] : []),
@@ -140,7 +140,7 @@ const EMPTY_STRINGS: readonly string[] = Object.freeze([]);
  * A container's OCI spec from its config and record: composed as at create, with the resources
  * UpdateContainerResources set and the credential spec HCS validated at start.
  */
-function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Output, flavor: RuntimeFlavor = DEFAULT_FLAVOR): OciSpec {
+function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Output, flavor: RuntimeFlavor): OciSpec {
   const spec = buildContainerSpec(r.os, config, r.imageConfig, r.sandbox, [...r.args], r.id, r.seccomp, flavor);
   const resources = r.resources;
   withLinuxResources(resources?.linux ? { ...resources.linux } : undefined)(spec);
@@ -149,13 +149,7 @@ function composeContainerSpec(r: ContainerRecord, config: ContainerConfig__Outpu
   return spec;
 }
 
-/** Specs composed without a runtime (tests, tools): the default flavor's. */
-const DEFAULT_FLAVOR: RuntimeFlavor = new DockershimKepFlavor();
-
-/** How the container store composes a container's spec and its pod's files (pure functions). */
-export const containerSpecs: ContainerSpecs = Object.freeze({ compose: composeContainerSpec, podFiles: buildSandboxFiles });
-
-/** The same, for a runtime of the given flavor (its Windows spec options). */
+/** How the container store composes a container's spec (with the runtime flavor's Windows options) and its pod's files. */
 export function containerSpecsFor(flavor: RuntimeFlavor): ContainerSpecs {
   return Object.freeze({ compose: (r: ContainerRecord, config: ContainerConfig__Output) => composeContainerSpec(r, config, flavor), podFiles: buildSandboxFiles });
 }
@@ -164,7 +158,7 @@ export function containerSpecsFor(flavor: RuntimeFlavor): ContainerSpecs {
  * Checks that the config composes into an OCI spec (a value the spec cannot take fails
  * CreateContainer before anything is stored) and returns that spec, for the store to keep.
  */
-export function validateContainerConfig(record: ContainerRecord, config: ContainerConfig__Output, flavor?: RuntimeFlavor): OciSpec {
+export function validateContainerConfig(record: ContainerRecord, config: ContainerConfig__Output, flavor: RuntimeFlavor): OciSpec {
   return composeContainerSpec(record, config, flavor);
 }
 
@@ -207,11 +201,12 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
     ctx.containers.names.reserve(name, id);
     cleanup.defer(`release container name ${name}`, () => ctx.containers.names.release(name, id));
 
-    checkWindowsContainerAgainstSandbox(ctx, sandbox, config, id);
+    // The runtime flavor's HostProcess rule between the container and its Windows sandbox.
+    ctx.flavor.checkContainerAgainstSandbox(sandbox, config, id);
     const os = image.config.os;
-    // Windows: the dockershim layer hands the credential spec over (removed again by `cleanup`
-    // if anything below fails).
-    const staged = os === 'windows' ? await stageCredentialSpec(ctx, config, id, cleanup) : [];
+    // Windows: the flavor hands the credential spec over — the KEP's temporary file, cri-dockerd's
+    // registry value, nothing for containerd — removed again by `cleanup` if anything below fails.
+    const staged = os === 'windows' ? await ctx.flavor.stageCredentialSpec(config, id, cleanup) : [];
     const securityOptions = staged.length === 0 ? EMPTY_STRINGS : staged;
     // CRI NamespaceMode POD (0, also when unset) joins the pod's PID namespace on Linux, as
     // containerd does; the kubelet sends CONTAINER unless the pod shares its process namespace.
@@ -242,7 +237,7 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
     }, config);
-    const spec = validateContainerConfig(record, config, ctx.windows.flavor);
+    const spec = validateContainerConfig(record, config, ctx.flavor);
     ctx.containers.add(record, config, spec);
     await cleanup.done(ctx.logger);
     ctx.logger.info({ podSandboxId: sandbox.id, containerId: id, name }, 'container created');

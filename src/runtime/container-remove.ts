@@ -43,7 +43,7 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
       try {
         await ctx.windows.handoff.releaseOnRemove(container.securityOptions);
       } catch (err) {
-        throw ctx.windows.flavor.removeFailed(err, container);
+        throw ctx.flavor.removeFailed(err, container);
       }
     }
     if (ctx.containers.delete(container.id) === undefined) return;

@@ -20,8 +20,8 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
   try {
     await prepareBackendStart(ctx, container, cleanup);
   } catch (err) {
-    // The texts and code of the runtime being simulated (runtime-flavor*.ts).
-    throw ctx.windows.flavor.startFailed(err, container.id);
+    // The texts and code of the runtime being simulated (flavors/).
+    throw ctx.flavor.startFailed(err, container.id);
   }
 }
 
@@ -36,12 +36,12 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   checkImageBuild(ctx, container);
   windows.checkFault('credential-spec-read', id);
-  const credentialSpec = await windows.flavor.credentialSpecAtStart(ctx, container);
+  const credentialSpec = await ctx.flavor.credentialSpecAtStart(container, ctx.containers.configOf(container));
   windows.checkFault('credential-spec-validate', id);
   const document = credentialSpec === undefined ? undefined : windows.credentialSpecs.parse(credentialSpec);
   // The spec shows the document HCS accepted as windows.credentialSpec.
   ctx.containers.setCredentialSpec(container, document, (spec) => {
-    for (const opt of windows.flavor.startedSpecOpts(container)) opt(spec);
+    for (const opt of ctx.flavor.startedSpecOpts(container)) opt(spec);
   });
 
   windows.checkFault('identity', id);
@@ -72,7 +72,7 @@ function checkImageBuild(ctx: RuntimeContext, container: ContainerRecord): void 
   const osVersion = container.imageConfig.osVersion;
   if (osVersion === undefined || container.imageConfig.os !== 'windows') return;
   if (windowsImageRuns(ctx.windows.node.osBuild, osVersion, containerIsolation(ctx, container))) return;
-  const text = ctx.windows.flavor.name === 'containerd'
+  const text = ctx.flavor.name === 'containerd'
     ? `hcs::CreateComputeSystem ${container.id}: ${IMAGE_MISMATCH_TEXT}: unknown`
     : `hcsshim::CreateComputeSystem ${container.id}: ${IMAGE_MISMATCH_TEXT}`;
   throw new RuntimeError('Unknown', text);
@@ -81,7 +81,7 @@ function checkImageBuild(ctx: RuntimeContext, container: ContainerRecord): void 
 /** The mock HCS's decision for a container: its identity against the node's simulated AD. */
 function decideIdentity(ctx: RuntimeContext, container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
   const { windows } = ctx;
-  const hostProcess = windows.flavor.hostProcess(ctx.containers.configOf(container));
+  const hostProcess = ctx.flavor.hostProcess(ctx.containers.configOf(container));
   return evaluateContainerIdentity(
     windows.node,
     document,
@@ -114,7 +114,7 @@ export function containerPlatform(ctx: RuntimeContext, container: ContainerRecor
 export function containerStatusPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
   if (container.os !== 'windows') return containerPlatform(ctx, container);
   const image = { isolation: containerIsolation(ctx, container), imageOsVersion: container.imageConfig.osVersion ?? '', hostOsBuild: ctx.windows.node.osBuild };
-  return { ...ctx.windows.flavor.handoffView(container), ...image, ...containerPlatform(ctx, container) };
+  return { ...ctx.flavor.handoffView(container), ...image, ...containerPlatform(ctx, container) };
 }
 
 /**

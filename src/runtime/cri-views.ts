@@ -134,7 +134,7 @@ export function toContainerStatus(ctx: RuntimeContext, c: ContainerRecord): Cont
 export function containerInfo(ctx: RuntimeContext, c: ContainerRecord): Record<string, string> {
   // cri-dockerd (core/container_status.go, convert.go containerInspectToRuntimeAPIContainerInfo):
   // `info["info"]` is {"sandboxID", "pid"} and nothing else.
-  if (ctx.windows.flavor.name === 'cri-dockerd') return { info: JSON.stringify({ sandboxID: c.sandboxId, pid: c.status.pid }) };
+  if (ctx.flavor.name === 'cri-dockerd') return { info: JSON.stringify({ sandboxID: c.sandboxId, pid: c.status.pid }) };
   return {
     info: JSON.stringify({
       sandboxID: c.sandboxId,

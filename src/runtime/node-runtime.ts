@@ -1,6 +1,5 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { CallLoad } from './call-load.js';
-import { countCredentialSpecLeaks } from './container-create-windows.js';
 import { join, resolve } from 'node:path';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -10,6 +9,7 @@ import { handleContainerExit } from './container-start.js';
 import { forceStop } from './container-stop.js';
 import { RUNTIME_RPCS, type CriRuntime } from './cri-runtime.js';
 import { RuntimeError } from './errors.js';
+import { chooseRuntimeFlavor, openRuntimeFlavor } from './flavors/select.js';
 import { RandomSource } from './ids.js';
 import { LogFileHandles } from './logging/cri-log-writer.js';
 import { pullImage } from './image-service.js';
@@ -45,6 +45,11 @@ function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
     container === undefined ? db.removed('container', id) : db.changed('container', id, () => encodeContainer(container, ctx.containers.configOf(container))),
   );
   ctx.network.onPodCidrChange = () => db.changed('meta', NETWORK_RECORD_ID, () => encodeNetwork(ctx.network));
+}
+
+/** The security options of every container the runtime holds (what the leak count must not count). */
+function* liveSecurityOptions(ctx: RuntimeContext): Iterable<readonly string[]> {
+  for (const c of ctx.containers.all()) yield c.securityOptions;
 }
 
 export interface NodeRuntimeOptions {
@@ -132,8 +137,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const podCidr = loopbackPodCidr(options.podCidr ?? DEFAULT_POD_CIDR, 'podCidr');
     const streamingAddress = options.streamingAddress ?? '127.0.0.1:0';
     parseStreamingAddress(streamingAddress);
-    // The node file is checked before anything is created or reset.
-    const preparedWindows = await WindowsRuntime.prepare(settings.windows);
+    // The runtime flavor and the node file are checked before anything is created or reset.
+    const flavorChoice = chooseRuntimeFlavor(settings.windows);
+    const preparedWindows = await WindowsRuntime.prepare(settings.windows, flavorChoice);
     const logger = options.logger ?? silentLogger();
     const node = preparedWindows.node;
     // containerd's handlers on a Windows node (and runc for the Linux sandboxes critest makes).
@@ -179,6 +185,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     const load = new CallLoad();
     const random = new RandomSource();
     const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
+    // Chosen once: the handlers see only this (ctx.flavor), with the Windows path it stages through.
+    const flavor = openRuntimeFlavor(flavorChoice, windows);
     const interner = new Interner();
     let streaming: StreamingServer;
     try {
@@ -193,13 +201,14 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       logger,
       clock: options.clock ?? systemClock,
       sandboxes: new SandboxStore(interner),
-      containers: new ContainerStore(interner, containerSpecsFor(preparedWindows.flavor)),
+      containers: new ContainerStore(interner, containerSpecsFor(flavor)),
       images: new ImageStore(),
       registry: imageWorld,
       commands,
       network: { podIps: new PodIpPool(podCidr), updatedPodCidr: '', kubeletPodCidr: '', onPodCidrChange: undefined, forwards: new SandboxSockets(), hostPorts: new HostPorts() },
       streaming,
       windows,
+      flavor,
       load,
       random,
       logFiles: new LogFileHandles(undefined, load.tidyUp),
@@ -277,7 +286,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
    * value): the files or registry values no live container refers to. For the metrics' gauge.
    */
   credentialSpecLeaks(): Promise<number> {
-    return countCredentialSpecLeaks(this.ctx);
+    return this.ctx.windows.countLeaks(liveSecurityOptions(this.ctx));
   }
 
   /** The stores and settings, for tests and for the Windows path's own modules. */

@@ -2,6 +2,7 @@ import type { Logger } from '../log.js';
 import type { CallLoad } from './call-load.js';
 import type { Clock } from './clock.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
+import type { RuntimeFlavor } from './flavors/flavor.js';
 import type { RandomSource } from './ids.js';
 import type { ImageWorld } from './images/image-world.js';
 import type { LogFileHandles } from './logging/cri-log-writer.js';
@@ -67,6 +68,11 @@ export interface RuntimeContext {
   readonly streaming: StreamingServer;
   /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
   readonly windows: WindowsRuntime;
+  /**
+   * Which real runtime this one reproduces on the Windows path (`--runtime-flavor`), chosen once
+   * when the runtime opens: its spec options, credential spec hand-off and texts (flavors/).
+   */
+  readonly flavor: RuntimeFlavor;
   /** The calls in flight (a lone call's file operations run inline), and the tidy-up after replies. */
   readonly load: CallLoad;
   /** Random ids (sandboxes, containers, credential spec names). */

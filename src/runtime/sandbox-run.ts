@@ -9,7 +9,7 @@ import { isHostNetwork } from './network/host-network.js';
 import { composeSpec, withAnnotations, withHostname, withProcessArgs, withSysctls } from './oci/spec.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { ProcessTable } from '../emulator/process-table.js';
-import { windowsSandboxPlatform, windowsSandboxSpecOpts } from './sandbox-run-windows.js';
+import { windowsSandboxPlatform } from './flavors/windows-sandbox.js';
 import { SandboxState, type SandboxRecord } from './store/sandbox-store.js';
 import type { RpcHandlers } from './rpc.js';
 import { requireField } from './validation/request.js';
@@ -79,7 +79,8 @@ export async function runPodSandbox(ctx: RuntimeContext, req: RunPodSandboxReque
         'io.kubernetes.cri.sandbox-uid': metadata.uid,
       })),
       withSysctls(config.linux?.sysctls ?? {}),
-      ...(os === 'windows' ? windowsSandboxSpecOpts(ctx.windows.flavor, config) : []),
+      // The pause sandbox's Windows options as the runtime flavor writes them.
+      ...(os === 'windows' ? ctx.flavor.sandboxSpecOpts(config) : []),
     );
     const record: SandboxRecord = {
       id,

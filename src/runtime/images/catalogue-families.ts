@@ -1,4 +1,20 @@
-import type { CatalogueEntry } from './catalogue.js';
+import type { ImageConfig } from './image-config.js';
+
+/** One repository of the built-in catalogue: its tags, size, config and Windows builds. */
+export interface CatalogueEntry {
+  repository: string;
+  tags: string[];
+  digest?: string;
+  size: number;
+  config: Partial<ImageConfig> & Pick<ImageConfig, 'os'>;
+  /** Files of the image that its simulated programs read (an nginx configuration). */
+  files?: Readonly<Record<string, string>>;
+  /**
+   * The Windows manifests of the list, one per build (`config.os` windows: the entry's only ones;
+   * linux: besides the linux/amd64 one), with the Windows config when it differs.
+   */
+  windows?: { builds: readonly number[]; config?: Partial<ImageConfig> };
+}
 
 /**
  * The real Windows image families the built-in catalogue knows, and the upstream e2e images, as

@@ -1,31 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { ImageProgram } from './image-program.js';
-import { E2E_IMAGES, E2E_WINDOWS_BUILDS, WINDOWS_FAMILIES } from './catalogue-families.js';
+import { E2E_IMAGES, E2E_WINDOWS_BUILDS, WINDOWS_FAMILIES, type CatalogueEntry } from './catalogue-families.js';
+import type { ImageConfig } from './image-config.js';
 import { formatReference, parseImageReference } from './reference.js';
 import { LTSC_BUILDS } from './windows-compat.js';
-
-/** What an image's config says about how to run it (the OCI image config fields the CRI uses). */
-export interface ImageConfig {
-  os: 'linux' | 'windows';
-  /** The image's USER: a name, a uid, `uid:gid` or `name:group`; '' means root. */
-  user: string;
-  entrypoint: string[];
-  cmd: string[];
-  env: string[];
-  workingDir: string;
-  stopSignal?: string;
-  /** The config's `ExposedPorts` (TCP port numbers): where the image's program answers. */
-  exposedPorts?: number[];
-  /**
-   * The image's own program, run when the container's command is none the emulator knows: present
-   * for images from the user's images file and for references nobody described.
-   */
-  program?: ImageProgram;
-  /** The platform's `os.version` (Windows images: the build they were made for, `10.0.20348.2849`). */
-  osVersion?: string;
-  /** The config's `Labels`. */
-  labels?: Record<string, string>;
-}
 
 /** One platform of a manifest list (OCI image index `manifests[].platform`). */
 export interface ImagePlatform {
@@ -70,20 +47,6 @@ export interface RegistryImage {
   config: ImageConfig;
 }
 
-interface CatalogueEntry {
-  repository: string;
-  tags: string[];
-  digest?: string;
-  size: number;
-  config: Partial<ImageConfig> & Pick<ImageConfig, 'os'>;
-  /** Files of the image that its simulated programs read (an nginx configuration). */
-  files?: Readonly<Record<string, string>>;
-  /**
-   * The Windows manifests of the list, one per build (`config.os` windows: the entry's only ones;
-   * linux: besides the linux/amd64 one), with the Windows config when it differs.
-   */
-  windows?: { builds: readonly number[]; config?: Partial<ImageConfig> };
-}
 
 const LINUX_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const WINDOWS_PATH = 'PATH=C:\\Windows\\system32;C:\\Windows;C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\';
@@ -248,4 +211,4 @@ export function imageFile(reference: string, path: string, entries: readonly Cat
   return undefined;
 }
 
-export type { CatalogueEntry };
+export type { CatalogueEntry, ImageConfig };

@@ -3,7 +3,7 @@ import type { LinuxContainerSecurityContext__Output } from '../../generated/runt
 import type { SecurityProfile__Output } from '../../generated/runtime/v1/SecurityProfile.js';
 import { RuntimeError } from '../errors.js';
 import { capabilityName } from '../../emulator/container-security.js';
-import type { SpecOpt } from './spec.js';
+import type { OciSeccomp, SpecOpt } from './spec.js';
 
 /** The capabilities containerd gives a non-privileged container (its default set). */
 export const DEFAULT_CAPABILITIES = [
@@ -19,13 +19,6 @@ export const ALL_CAPABILITIES = [
   'CAP_MAC_ADMIN', 'CAP_SYSLOG', 'CAP_WAKE_ALARM', 'CAP_BLOCK_SUSPEND', 'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF',
   'CAP_CHECKPOINT_RESTORE',
 ];
-
-export interface OciSeccomp {
-  defaultAction: string;
-  syscalls?: { names: string[]; action: string }[];
-  /** Which profile it came from (`runtime/default`, `localhost/<path>`), for `crictl inspect`. */
-  profile?: string;
-}
 
 /** Capability set after add/drop (`ALL` allowed in both), or all of them when privileged. */
 export function effectiveCapabilities(sc: LinuxContainerSecurityContext__Output | null): string[] {

@@ -20,6 +20,14 @@ export interface OciMount {
   options?: string[];
 }
 
+/** The spec's `linux.seccomp`: the filter the container's processes run under. */
+export interface OciSeccomp {
+  defaultAction: string;
+  syscalls?: { names: string[]; action: string }[];
+  /** Which profile it came from (`runtime/default`, `localhost/<path>`), for `crictl inspect`. */
+  profile?: string;
+}
+
 export interface OciSpec {
   ociVersion: string;
   process: {
@@ -39,7 +47,7 @@ export interface OciSpec {
     resources?: Record<string, unknown>;
     cgroupsPath?: string;
     namespaces?: { type: string; path?: string }[];
-    seccomp?: { defaultAction: string; syscalls?: { names: string[]; action: string }[]; profile?: string };
+    seccomp?: OciSeccomp;
     maskedPaths?: string[];
     readonlyPaths?: string[];
     sysctl?: Record<string, string>;

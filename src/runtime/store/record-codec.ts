@@ -4,8 +4,7 @@ import type { ContainerResources } from '../../generated/runtime/v1/ContainerRes
 import type { ImageSpec__Output } from '../../generated/runtime/v1/ImageSpec.js';
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { ImageConfig } from '../images/catalogue.js';
-import type { OciSeccomp } from '../oci/linux-security.js';
-import type { OciSpec } from '../oci/spec.js';
+import type { OciSeccomp, OciSpec } from '../oci/spec.js';
 import type { CredentialSpecDocument } from '../windows/credential-spec.js';
 import type { ContainerRecord, ContainerStatusData } from './container-store.js';
 import type { NetworkSettings } from '../runtime-context.js';

@@ -1,4 +1,4 @@
-import type { NodeFile } from './node-directory.js';
+import type { NodeFile } from './node-file.js';
 
 /**
  * The build of a node file that names none (the schema's documented default): Windows Server 2022,

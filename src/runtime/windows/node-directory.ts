@@ -1,76 +1,15 @@
 import nodeSchema from '../../../schemas/node.schema.json' with { type: 'json' };
-import { nodeFileFaults, type NodeFileTiming } from '../call-conditions/node-file-timing.js';
+import { nodeFileFaults } from '../call-conditions/node-file-timing.js';
 import { RuntimeError } from '../errors.js';
 import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
-import { validateImagesSection, type ImagesSection } from '../images/images-file.js';
+import { validateImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
+import type { CcgPluginSpec, DomainControllerSpec, DomainSpec, GmsaSpec, NodeFile } from './node-file.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 
-/** A domain controller of the simulated AD; `reachable: false` simulates DC/DNS outages. */
-export interface DomainControllerSpec {
-  name: string;
-  reachable?: boolean;
-}
-
-export interface GroupSpec {
-  name: string;
-  /** Principals: computer accounts (`WINNODE1$`), users or groups, optionally `NETBIOS\`-qualified. */
-  members: string[];
-}
-
-export interface GmsaSpec {
-  /** SAM account name without the trailing `$`. */
-  name: string;
-  /** The gMSA's PrincipalsAllowedToRetrieveManagedPassword. */
-  principalsAllowedToRetrieveManagedPassword: string[];
-}
-
-export interface DomainSpec {
-  dnsName: string;
-  netbiosName: string;
-  sid: string;
-  guid: string;
-  /** The forest root domain (credential spec `DnsTreeName`). */
-  dnsTreeName: string;
-  domainControllers: DomainControllerSpec[];
-  groups?: GroupSpec[];
-  gmsas?: GmsaSpec[];
-}
-
-export interface CcgPluginSpec {
-  /** CLSID of the plugin, with braces, as in a credential spec's HostAccountConfig.PluginGUID. */
-  pluginGuid: string;
-  /** `NETBIOS\user`: the domain account the plugin retrieves gMSA passwords with. */
-  account: string;
-  /** false: the plugin fails, so every container that needs it fails to start. */
-  healthy?: boolean;
-}
-
-/** The node file (`--node node.yaml`), schema `schemas/node.schema.json`. */
-export interface NodeFile {
-  node: {
-    /** Computer name (NetBIOS, ≤ 15 characters); its AD account is `<name>$`. */
-    name: string;
-    hostname: string;
-    /** Windows OS build `Major.Minor.Build`: what the host runs (docs/images.md), node mode's windows-build label; 10.0.20348 when absent. */
-    osBuild?: string;
-    /** The isolation modes the host offers (runtime handlers runhcs-wcow-process, runhcs-wcow-hypervisor); default both. */
-    isolation?: IsolationMode[];
-    /** DNS name of the joined domain; absent for a workgroup node. */
-    domain?: string;
-    ccgPlugin?: CcgPluginSpec;
-    /** Local accounts of the node and its images, for RunAsUserName. */
-    localUsers?: string[];
-    /** Local groups, for HostProcess containers that run as a group. */
-    localGroups?: string[];
-  };
-  domains: DomainSpec[];
-  /** How long the node's CRI calls take and which fail (call-conditions/node-file-timing.ts). */
-  timing?: NodeFileTiming;
-  /** The node's images, registries and unknown-image rule (images/images-file.ts). */
-  images?: ImagesSection;
-}
+// The node file's types live below the embedded default node (node-file.ts); its readers find them here.
+export type * from './node-file.js';
 
 /** A principal as a (domain, account) pair; domain is a DomainSpec of this node file. */
 export interface AccountRef {

@@ -5,14 +5,12 @@ import { withContext } from '../errors.js';
 import { RandomSource } from '../ids.js';
 import type { CommandRegistry } from '../../emulator/command-registry.js';
 import { BoundedCache } from '../store/bounded-cache.js';
-import { parseRuntimeFlavor, DEFAULT_RUNTIME_FLAVOR, type RuntimeFlavor } from '../runtime-flavor.js';
-import { selectRuntimeFlavor } from '../runtime-flavor-select.js';
+import type { FlavorChoice } from '../flavors/flavor.js';
 import { DEFAULT_AD_MODE, parseAdMode } from './ad-mode.js';
 import { AccessChecks, type ContainerIdentity, type IdentityMode } from './container-identity.js';
 import { CredentialSpecParser } from './credential-spec.js';
 import {
   CredentialSpecHandoff,
-  parseCredentialSpecTransport,
   stagedFromSecurityOption,
   type CredentialSpecHandoffObserver,
   type CredentialSpecTransportKind,
@@ -77,7 +75,7 @@ export interface WindowsRuntimeOptions {
   adMode?: string | undefined;
   /** `--credspec-transport`: file or registry (the flavor's when absent). */
   credentialSpecTransport?: string | undefined;
-  /** `--runtime-flavor`: dockershim-kep (default), cri-dockerd or containerd (runtime-flavor.ts). */
+  /** `--runtime-flavor`: dockershim-kep (default), cri-dockerd or containerd (flavors/). */
   runtimeFlavor?: string | undefined;
   credentialSpecMetrics?: CredentialSpecCounters | undefined;
   /** Tests only. */
@@ -88,8 +86,10 @@ export interface WindowsRuntimeOptions {
 export interface PreparedWindowsRuntime {
   node: NodeDirectory;
   mode: IdentityMode;
+  /** The hand-off's transport: the flavor's (containerd stages nothing; its hand-off still sweeps files). */
   transport: CredentialSpecTransportKind;
-  flavor: RuntimeFlavor;
+  /** The runtime's flavor (chosen in NodeRuntime.open), for the log. */
+  flavor: FlavorChoice;
   /** The `--ad-mode` name (windows-server or gmsa-kep), for the log. */
   adModeName?: string | undefined;
   /** A deprecated `--ad-mode` name was given: the warning `open` logs. */
@@ -123,7 +123,6 @@ export class WindowsRuntime {
     readonly node: NodeDirectory,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
-    readonly flavor: RuntimeFlavor,
     private readonly faults: WindowsFaultInjection | undefined,
     private readonly logger: Logger,
     load: CallLoad,
@@ -134,13 +133,12 @@ export class WindowsRuntime {
 
   /**
    * Checks the options and loads the node file, creating nothing: a bad node file is refused
-   * (`<file>: <field>: <reason>`) before the runtime touches its state directory.
+   * (`<file>: <field>: <reason>`) before the runtime touches its state directory. `flavor` is the
+   * runtime's, already checked (flavors/select.ts): it says how credential specs are staged.
    */
-  static async prepare(options: WindowsRuntimeOptions): Promise<PreparedWindowsRuntime> {
+  static async prepare(options: WindowsRuntimeOptions, flavor: FlavorChoice): Promise<PreparedWindowsRuntime> {
     const adMode = parseAdMode(options.adMode ?? DEFAULT_AD_MODE);
     const mode = adMode.identityMode;
-    const requested = options.credentialSpecTransport === undefined ? undefined : parseCredentialSpecTransport(options.credentialSpecTransport);
-    const flavor = selectRuntimeFlavor(parseRuntimeFlavor(options.runtimeFlavor ?? DEFAULT_RUNTIME_FLAVOR), requested);
     // containerd stages nothing; its hand-off is still opened, for the start-up sweep.
     const transport = flavor.transport ?? 'file';
     const node = options.node ?? (await openNodeDirectory(options.nodeFile));
@@ -165,7 +163,7 @@ export class WindowsRuntime {
       onRemoved: () => counters?.onRemoved(),
     };
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
-    const runtime = new WindowsRuntime(node, mode, handoff, flavor, options.faults, logger, load);
+    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
     if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];

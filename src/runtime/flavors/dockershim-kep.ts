@@ -1,17 +1,16 @@
-import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
-import type { PodSandboxConfig__Output } from '../generated/runtime/v1/PodSandboxConfig.js';
-import type { CleanupStack } from './cleanup.js';
-import { RuntimeError, withContext } from './errors.js';
-import type { ImageConfig } from './images/catalogue.js';
-import type { SpecOpt } from './oci/spec.js';
-import type { RuntimeContext } from './runtime-context.js';
-import type { RuntimeFlavor, RuntimeFlavorName } from './runtime-flavor.js';
-import { sandboxHostProcess } from './sandbox-run-windows.js';
-import type { ContainerRecord } from './store/container-store.js';
-import type { SandboxRecord } from './store/sandbox-store.js';
-import type { CredentialSpecTransportKind } from './windows/credential-spec-handoff.js';
-import { checkHostProcessAgreement, withHostProcessAnnotation, withWindowsCredentialSpec, withWindowsUsername } from './windows/oci-windows.js';
-import { credentialSpecFromSecurityOptions } from './windows/security-options.js';
+import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
+import type { CleanupStack } from '../cleanup.js';
+import { RuntimeError, withContext } from '../errors.js';
+import type { ImageConfig } from '../images/image-config.js';
+import type { SpecOpt } from '../oci/spec.js';
+import type { ContainerRecord } from '../store/container-store.js';
+import type { SandboxRecord } from '../store/sandbox-store.js';
+import { checkHostProcessAgreement, withHostProcessAnnotation, withWindowsCredentialSpec, withWindowsUsername } from '../windows/oci-windows.js';
+import { credentialSpecFromSecurityOptions } from '../windows/security-options.js';
+import type { WindowsRuntime } from '../windows/windows-runtime.js';
+import type { RuntimeFlavor, RuntimeFlavorName } from './flavor.js';
+import { sandboxHostProcess } from './windows-sandbox.js';
 
 /**
  * The GMSA KEP's dockershim (the default flavor, what cri-winsim did before flavors existed):
@@ -19,12 +18,13 @@ import { credentialSpecFromSecurityOptions } from './windows/security-options.js
  * `--credspec-transport registry`, a registry value) and passes `credentialspec=file://<name>`;
  * at StartContainer the backend reads it back with moby's rules, and the file is deleted once
  * StartContainer returns. HostProcess: the sandbox and its containers must agree (the rule
- * containerd enforces), and the OCI spec carries hcsshim's HostProcess annotation.
+ * containerd enforces), and the OCI spec carries hcsshim's HostProcess annotation. `windows` is
+ * the runtime's Windows path: its hand-off was opened with this flavor's transport.
  */
 export class DockershimKepFlavor implements RuntimeFlavor {
   readonly name: RuntimeFlavorName = 'dockershim-kep';
 
-  constructor(readonly transport: CredentialSpecTransportKind = 'file') {}
+  constructor(protected readonly windows: WindowsRuntime) {}
 
   checkContainerAgainstSandbox(sandbox: SandboxRecord, config: ContainerConfig__Output): void {
     if (sandbox.os !== 'windows') return;
@@ -49,10 +49,10 @@ export class DockershimKepFlavor implements RuntimeFlavor {
     return config.windows?.security_context?.host_process ?? false;
   }
 
-  async stageCredentialSpec(ctx: RuntimeContext, config: ContainerConfig__Output, containerId: string, cleanup: CleanupStack): Promise<string[]> {
+  async stageCredentialSpec(config: ContainerConfig__Output, containerId: string, cleanup: CleanupStack): Promise<string[]> {
     const credentialSpec = config.windows?.security_context?.credential_spec ?? '';
     if (credentialSpec === '') return [];
-    const { windows } = ctx;
+    const { windows } = this;
     let staged;
     try {
       windows.checkFault('credential-spec-write', containerId);
@@ -71,8 +71,8 @@ export class DockershimKepFlavor implements RuntimeFlavor {
     return withContext(err, `failed to write the credential spec of container ${containerId}`);
   }
 
-  credentialSpecAtStart(ctx: RuntimeContext, container: ContainerRecord): Promise<string | undefined> {
-    const { windows } = ctx;
+  credentialSpecAtStart(container: ContainerRecord): Promise<string | undefined> {
+    const { windows } = this;
     return credentialSpecFromSecurityOptions(windows.backendSecurityOptions(container.securityOptions, container.id), {
       containerId: container.id,
       credentialSpecDirectory: windows.handoff.directory,

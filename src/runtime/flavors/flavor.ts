@@ -1,13 +1,12 @@
-import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
-import type { PodSandboxConfig__Output } from '../generated/runtime/v1/PodSandboxConfig.js';
-import type { CleanupStack } from './cleanup.js';
-import { RuntimeError } from './errors.js';
-import type { ImageConfig } from './images/catalogue.js';
-import type { SpecOpt } from './oci/spec.js';
-import type { RuntimeContext } from './runtime-context.js';
-import type { ContainerRecord } from './store/container-store.js';
-import type { SandboxRecord } from './store/sandbox-store.js';
-import type { CredentialSpecTransportKind } from './windows/credential-spec-handoff.js';
+import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
+import type { CleanupStack } from '../cleanup.js';
+import { RuntimeError } from '../errors.js';
+import type { ImageConfig } from '../images/image-config.js';
+import type { SpecOpt } from '../oci/spec.js';
+import type { ContainerRecord } from '../store/container-store.js';
+import type { SandboxRecord } from '../store/sandbox-store.js';
+import type { CredentialSpecTransportKind } from '../windows/credential-spec-handoff.js';
 
 /**
  * Which real Windows node the runtime reproduces (`--runtime-flavor`, DESIGN "Which real node"):
@@ -33,17 +32,24 @@ export function parseRuntimeFlavor(value: string): RuntimeFlavorName {
 }
 
 /**
- * What differs between the simulated runtimes on the Windows path, chosen once per runtime value
- * (WindowsRuntime.flavor). Each flavor lives in its own file beside the RPC files
- * (runtime-flavor-<name>.ts); the RPC files call these methods and nothing else of it.
+ * The flavor a runtime value runs with, as its options name it: checked once when the runtime
+ * opens (select.ts), before anything is created. `transport` is how this flavor stages a
+ * credential spec for the backend: the KEP's file or cri-dockerd's registry value; undefined for
+ * containerd, which stages nothing.
+ */
+export interface FlavorChoice {
+  readonly name: RuntimeFlavorName;
+  readonly transport: CredentialSpecTransportKind | undefined;
+}
+
+/**
+ * What differs between the simulated runtimes on the Windows path, as the RPC handlers see it
+ * (`ctx.flavor`): made once when the runtime opens (NodeRuntime.open, select.ts), with the
+ * runtime's Windows path (credential spec hand-off, fault seam) inside. Each flavor lives in its
+ * own file of this folder; the handlers call these methods and nothing else of it.
  */
 export interface RuntimeFlavor {
   readonly name: RuntimeFlavorName;
-  /**
-   * How this flavor stages a credential spec for the backend: the KEP's file or cri-dockerd's
-   * registry value; undefined for containerd, which stages nothing.
-   */
-  readonly transport: CredentialSpecTransportKind | undefined;
 
   /**
    * CreateContainer, once the container's id is known: the HostProcess rule between the
@@ -68,10 +74,10 @@ export interface RuntimeFlavor {
    * security options that name it (none for containerd). Its removal on a later create failure
    * is declared on `cleanup`.
    */
-  stageCredentialSpec(ctx: RuntimeContext, config: ContainerConfig__Output, containerId: string, cleanup: CleanupStack): Promise<string[]>;
+  stageCredentialSpec(config: ContainerConfig__Output, containerId: string, cleanup: CleanupStack): Promise<string[]>;
 
-  /** StartContainer: the credential spec text the backend starts the container with, if any. */
-  credentialSpecAtStart(ctx: RuntimeContext, container: ContainerRecord): Promise<string | undefined>;
+  /** StartContainer: the credential spec text the backend starts the container with, if any (`config` is the container's). */
+  credentialSpecAtStart(container: ContainerRecord, config: ContainerConfig__Output): Promise<string | undefined>;
 
   /** A StartContainer failure of the Windows path, as this runtime reports it. */
   startFailed(err: unknown, containerId: string): Error;
@@ -82,4 +88,3 @@ export interface RuntimeFlavor {
   /** Shown by `crictl inspect` under info.platform (the security options are info.securityOptions). */
   handoffView(container: ContainerRecord): Record<string, unknown>;
 }
-

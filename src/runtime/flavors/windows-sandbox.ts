@@ -1,7 +1,5 @@
-import type { PodSandboxConfig__Output } from '../generated/runtime/v1/PodSandboxConfig.js';
-import type { SpecOpt } from './oci/spec.js';
-import type { SandboxRecord } from './store/sandbox-store.js';
-import type { RuntimeFlavor } from './runtime-flavor.js';
+import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
+import type { SandboxRecord } from '../store/sandbox-store.js';
 
 /** runtime.v1.NamespaceMode, by number. */
 const NAMESPACE_MODES = ['POD', 'CONTAINER', 'NODE', 'TARGET'];
@@ -36,11 +34,6 @@ export function windowsSandboxSecurity(config: PodSandboxConfig__Output): Window
 /** The platform data of a new Windows sandbox record. */
 export function windowsSandboxPlatform(config: PodSandboxConfig__Output): Record<string, unknown> {
   return { [WINDOWS_SANDBOX_SECURITY_KEY]: windowsSandboxSecurity(config) };
-}
-
-/** The sandbox (pause) spec of a Windows pod, as the runtime flavor writes it (runtime-flavor*.ts). */
-export function windowsSandboxSpecOpts(flavor: RuntimeFlavor, config: PodSandboxConfig__Output): SpecOpt[] {
-  return flavor.sandboxSpecOpts(config);
 }
 
 /** Whether the sandbox is a HostProcess pod (false for Linux sandboxes). */

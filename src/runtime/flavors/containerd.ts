@@ -1,14 +1,13 @@
-import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
-import type { PodSandboxConfig__Output } from '../generated/runtime/v1/PodSandboxConfig.js';
-import { RuntimeError } from './errors.js';
-import type { ImageConfig } from './images/catalogue.js';
-import type { SpecOpt } from './oci/spec.js';
-import type { RuntimeContext } from './runtime-context.js';
-import type { RuntimeFlavor, RuntimeFlavorName } from './runtime-flavor.js';
-import { sandboxHostProcess } from './sandbox-run-windows.js';
-import type { ContainerRecord } from './store/container-store.js';
-import type { SandboxRecord } from './store/sandbox-store.js';
-import { HOST_PROCESS_DISAGREEMENT, withHostProcessAnnotation, withWindowsUsername } from './windows/oci-windows.js';
+import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
+import { RuntimeError } from '../errors.js';
+import type { ImageConfig } from '../images/image-config.js';
+import type { SpecOpt } from '../oci/spec.js';
+import type { ContainerRecord } from '../store/container-store.js';
+import type { SandboxRecord } from '../store/sandbox-store.js';
+import { HOST_PROCESS_DISAGREEMENT, withHostProcessAnnotation, withWindowsUsername } from '../windows/oci-windows.js';
+import type { RuntimeFlavor, RuntimeFlavorName } from './flavor.js';
+import { sandboxHostProcess } from './windows-sandbox.js';
 
 /** The Windows pause image's USER (mcr.microsoft.com/oss/kubernetes/pause, see images/catalogue.ts). */
 const PAUSE_IMAGE_USER = 'ContainerUser';
@@ -44,7 +43,6 @@ export function withWindowsCredentialSpecText(credentialSpec: string): SpecOpt {
  */
 export class ContainerdFlavor implements RuntimeFlavor {
   readonly name: RuntimeFlavorName = 'containerd';
-  readonly transport = undefined;
 
   /**
    * buildWindowsSpec: `pod spec and all containers inside must have the HostProcess field set to
@@ -99,8 +97,8 @@ export class ContainerdFlavor implements RuntimeFlavor {
   }
 
   /** hcsshim reads `windows.credentialSpec` of the spec: the config's text. */
-  credentialSpecAtStart(ctx: RuntimeContext, container: ContainerRecord): Promise<string | undefined> {
-    const text = ctx.containers.configOf(container).windows?.security_context?.credential_spec ?? '';
+  credentialSpecAtStart(_container: ContainerRecord, config: ContainerConfig__Output): Promise<string | undefined> {
+    const text = config.windows?.security_context?.credential_spec ?? '';
     return Promise.resolve(text === '' ? undefined : text);
   }
 

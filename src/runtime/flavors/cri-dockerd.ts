@@ -1,12 +1,12 @@
-import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
-import { RuntimeError } from './errors.js';
-import type { ImageConfig } from './images/catalogue.js';
-import type { SpecOpt } from './oci/spec.js';
-import { DockershimKepFlavor } from './runtime-flavor-dockershim-kep.js';
-import type { RuntimeFlavor, RuntimeFlavorName } from './runtime-flavor.js';
-import type { ContainerRecord } from './store/container-store.js';
-import { CREDENTIAL_SPEC_REGISTRY_KEY, stagedFromSecurityOption } from './windows/credential-spec-handoff.js';
-import { withWindowsUsername } from './windows/oci-windows.js';
+import type { ContainerConfig__Output } from '../../generated/runtime/v1/ContainerConfig.js';
+import { RuntimeError } from '../errors.js';
+import type { ImageConfig } from '../images/image-config.js';
+import type { SpecOpt } from '../oci/spec.js';
+import type { ContainerRecord } from '../store/container-store.js';
+import { CREDENTIAL_SPEC_REGISTRY_KEY, stagedFromSecurityOption } from '../windows/credential-spec-handoff.js';
+import { withWindowsUsername } from '../windows/oci-windows.js';
+import { DockershimKepFlavor } from './dockershim-kep.js';
+import type { RuntimeFlavor, RuntimeFlavorName } from './flavor.js';
 
 /**
  * The key cri-dockerd opens under HKEY_LOCAL_MACHINE and names in its messages
@@ -34,10 +34,6 @@ const messageOf = (err: unknown): string => (err instanceof Error ? err.message 
  */
 export class CriDockerdFlavor extends DockershimKepFlavor implements RuntimeFlavor {
   override readonly name: RuntimeFlavorName = 'cri-dockerd';
-
-  constructor() {
-    super('registry');
-  }
 
   /** cri-dockerd does not look at host_process: nothing to agree on. */
   override checkContainerAgainstSandbox(): void {}
