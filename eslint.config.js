@@ -64,6 +64,14 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/cri/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(kubelet|kubectl|apiserver|commands|demo)/', message: 'src/cri is the gRPC edge of the runtime: it imports the runtime below it, nothing of the kubelet, kubectl, the API server or the commands.' }],
+      }],
+    },
+  },
+  {
     files: ['src/kubectl/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {

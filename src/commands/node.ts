@@ -19,7 +19,7 @@ import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } 
 import { createCriClient, unaryCall, type CriClient } from '../cri/proto.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type Logger } from '../log.js';
-import { grpcErrorString } from '../kubelet/pod-worker.js';
+import { grpcErrorString } from '../kubelet/cri-errors.js';
 import { ApiClient, ApiError, ApiUnreachableError } from '../kubelet/node/api-client.js';
 import { KubeletNode } from '../kubelet/node/kubelet-node.js';
 import { quantityBytes, type NodeIdentity } from '../kubelet/node/node-controller.js';

@@ -5,7 +5,7 @@
  */
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import { CommandTimedOutError, type ExecInContainer } from './probes.js';
-import { grpcErrorString } from './pod-worker.js';
+import { grpcErrorString } from './cri-errors.js';
 
 export interface ExecRequest {
   readonly containerId: string;

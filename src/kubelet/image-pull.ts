@@ -7,7 +7,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
 import { DockerKeyring, missingPullSecretsMessage, type PullAuth } from './image-pull-credentials.js';
-import { grpcErrorString, type PodEvent, type PodWorkerOptions } from './pod-worker.js';
+import { type PodEvent, type PodWorkerOptions } from './pod-worker-options.js';
+import { grpcErrorString } from './cri-errors.js';
 
 /**
  * The keyring of the pod's imagePullSecrets (getPullSecretsForPod, kubernetes v1.34 kubelet_pods.go):

@@ -7,7 +7,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import { KubernetesContainerNameLabel, KubernetesPodNameLabel, KubernetesPodNamespaceLabel, KubernetesPodUIDLabel } from './cri-config.js';
-import { grpcErrorString } from './pod-worker.js';
+import { grpcErrorString } from './cri-errors.js';
 
 export type NodeContainerState = 'Created' | 'Running' | 'Exited' | 'Unknown';
 

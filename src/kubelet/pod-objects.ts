@@ -6,7 +6,7 @@
  */
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 import { findRuntimeClass, findSecret, type ClusterSnapshot } from '../apiserver/cluster.js';
-import type { PodWorkerOptions, PullSecrets } from './pod-worker.js';
+import type { PodWorkerOptions, PullSecrets } from './pod-worker-options.js';
 import type { RuntimeClass } from '../apiserver/runtime-class.js';
 
 /** getPullSecretsForPod: each named Secret read in turn; those not found (or unreadable) are named. */

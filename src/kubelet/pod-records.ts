@@ -11,7 +11,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ManifestSource } from '../apiserver/manifests.js';
-import type { ContainerOutcome, PodEvent, PodOutcome } from './pod-worker.js';
+import type { ContainerOutcome, PodEvent, PodOutcome } from './pod-worker-options.js';
 
 /** The kubelet's last word on one container: why it is waiting, for the attempt it tried. */
 export interface ContainerRecord {

@@ -12,7 +12,7 @@
  * recomputes the status and, for a failed liveness or startup probe, kills the container.
  */
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
-import type { PodEvent } from './pod-worker.js';
+import type { PodEvent } from './pod-worker-options.js';
 import type { NodePod } from './node-pods.js';
 import type { PodPhase, PodStatusView } from './pod-status.js';
 import { effectiveProbe, runProbe, type EffectiveProbe, type ExecInContainer, type ProbeOutcome, type ProbeTarget, type ProbeType } from './probes.js';

@@ -17,7 +17,7 @@ import { listNodePods } from './node-pods.js';
 import { snapshotPodObjects } from './pod-objects.js';
 import { mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from '../apiserver/pod-update.js';
-import { ImagePulls, TurnSequence, type ContainerOutcome, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker.js';
+import { ImagePulls, TurnSequence, type ContainerOutcome, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker-options.js';
 import type { NodeContainer } from './node-pods.js';
 import { latestAttempts } from './sync/pod-actions.js';
 import { PodSyncEngine, recordOfSync } from './sync/pod-sync.js';

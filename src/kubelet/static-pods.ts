@@ -25,7 +25,7 @@ import type { ClusterSource } from '../apiserver/cluster.js';
 import { loadPodFiles, type ManifestSource, type PodManifestOptions } from '../apiserver/manifests.js';
 import { snapshotPodObjects } from './pod-objects.js';
 import { deleteNodePod, listNodePods, nodePodStatus, type NodePod } from './node-pods.js';
-import type { PodEvent, PodWorkerOptions } from './pod-worker.js';
+import type { PodEvent, PodWorkerOptions } from './pod-worker-options.js';
 import { mergeEvents, recordFirstSync, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
 import { latestAttempts, shouldRestart } from './sync/pod-actions.js';
 import { PodSyncEngine, recordOfSync, type PodSyncEngineOptions, type PodSyncResult } from './sync/pod-sync.js';

@@ -15,7 +15,7 @@ import {
   type GcSandbox,
   type ImageRecord,
 } from '../../src/kubelet/gc/gc-policy.js';
-import type { PodEvent } from '../../src/kubelet/pod-worker.js';
+import type { PodEvent } from '../../src/kubelet/pod-worker-options.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { waitUntil } from '../support/wait.js';
 import { useScriptedRuntime } from './support/scripted-runtime.js';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { ProbeManager, type ProbedContainer, type Scheduler } from '../../src/kubelet/prober.js';
 import { TimerWheel } from '../../src/kubelet/node/timer-wheel.js';
-import type { PodEvent } from '../../src/kubelet/pod-worker.js';
+import type { PodEvent } from '../../src/kubelet/pod-worker-options.js';
 import type { EffectiveProbe, ProbeOutcome, ProbeTarget } from '../../src/kubelet/probes.js';
 
 // The worker's state machine of kubernetes v1.34.12 pkg/kubelet/prober/worker.go (doProbe),

@@ -6,7 +6,7 @@ import { createCriClient, type CriClient } from '../../src/cri/proto.js';
 import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
 import { requestingUser } from '../../src/apiserver/rbac.js';
 import { runPods, summarizePodRun, type PodRunResult } from '../../src/kubelet/run-pods.js';
-import { TurnSequence } from '../../src/kubelet/pod-worker.js';
+import { TurnSequence } from '../../src/kubelet/pod-worker-options.js';
 import { ScriptedRuntime } from './support/scripted-runtime.js';
 
 describe('kubelet run with parallel pod workers', () => {

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import { join } from 'node:path';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { runPodOnce, type PodWorkerOptions } from '../../src/kubelet/pod-worker.js';
+import { runPodOnce } from '../../src/kubelet/pod-worker.js';
+import { type PodWorkerOptions } from '../../src/kubelet/pod-worker-options.js';
 import { DockerKeyring, imageRepository } from '../../src/kubelet/image-pull-credentials.js';
 import { goJsonSyntaxError } from '../../src/apiserver/go-json-errors.js';
 import { admitPod, compareCredSpecContents } from '../../src/apiserver/admission.js';

@@ -10,7 +10,8 @@
  */
 import { unaryCall, type CriClient } from '../../cri/proto.js';
 import { KubernetesContainerNameLabel, KubernetesPodUIDLabel } from '../cri-config.js';
-import { grpcErrorString, type PodEvent } from '../pod-worker.js';
+import { type PodEvent } from '../pod-worker-options.js';
+import { grpcErrorString } from '../cri-errors.js';
 import {
   containersToRemove,
   defaultContainerGcPolicy,

@@ -14,7 +14,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
 import type { ApiRequester } from './api-client.js';
 import { errorText } from './node-controller.js';
-import type { PodEvent } from '../pod-worker.js';
+import type { PodEvent } from '../pod-worker-options.js';
 
 interface Posted {
   readonly name: string;

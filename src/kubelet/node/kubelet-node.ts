@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../../log.js';
 import type { CriClient } from '../../cri/proto.js';
-import { ImagePulls } from '../pod-worker.js';
+import { ImagePulls } from '../pod-worker-options.js';
 import { rateLimited, type ApiClient } from './api-client.js';
 import { EventRecorder } from './event-recorder.js';
 import { admissionNode, NodeController, type NodeControllerOptions, type NodeIdentity } from './node-controller.js';

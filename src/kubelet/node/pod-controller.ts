@@ -29,7 +29,7 @@ import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../../apiserver/admi
 import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
 import { computePodStatus, type PodStatusView, type ProbeStatus } from '../pod-status.js';
 import type { PodRecord } from '../pod-records.js';
-import type { ImagePulls, PodEvent, PodWorkerOptions } from '../pod-worker.js';
+import type { ImagePulls, PodEvent, PodWorkerOptions } from '../pod-worker-options.js';
 import { PodSyncEngine, recordOfSync } from '../sync/pod-sync.js';
 import { watchContainerExits } from '../sync/container-exits.js';
 import { apiPodStatus } from './api-pod-status.js';

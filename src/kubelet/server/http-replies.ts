@@ -5,7 +5,7 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { grpcErrorString } from '../pod-worker.js';
+import { grpcErrorString } from '../cri-errors.js';
 
 /** A reply to a request that arrived as an upgrade: an HTTP response written on its socket. */
 export function responseOnSocket(req: IncomingMessage, socket: Duplex): ServerResponse {

@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../cri/proto.js';
 import { silentLogger, type Logger } from '../../log.js';
-import { grpcErrorString } from '../pod-worker.js';
+import { grpcErrorString } from '../cri-errors.js';
 import { AuthFilter } from './auth-filter.js';
 import { responseOnSocket, segments, text } from './http-replies.js';
 import { runtimeNameOf, type Route, type RouteContext } from './route-context.js';

@@ -7,7 +7,7 @@
  */
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { NodeContainer, NodePod } from '../node-pods.js';
-import type { ContainerKind } from '../pod-worker.js';
+import type { ContainerKind } from '../pod-worker-options.js';
 
 /** What the sync reads of a container's newest attempt. */
 export interface LatestAttempt {

@@ -17,7 +17,8 @@ import type { PodSandboxConfig } from '../../generated/runtime/v1/PodSandboxConf
 import { buildPodSandboxConfig } from '../cri-config.js';
 import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
 import { containerRecords, type ContainerRecord, type PodRecord } from '../pod-records.js';
-import { runPodOnce, startContainer, type ContainerOutcome, type PodEvent, type PodOutcome, type PodWorkerOptions } from '../pod-worker.js';
+import { runPodOnce, startContainer } from '../pod-worker.js';
+import { type ContainerOutcome, type PodEvent, type PodOutcome, type PodWorkerOptions } from '../pod-worker-options.js';
 import { ContainerBackoff } from './backoff.js';
 import { computePodActions, containerBackoffKey, sandboxBackoffKey, type BackoffReason, type ContainerAction, type PodActions, type PodActionsOptions } from './pod-actions.js';
 

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { unaryCall } from '../../../cri/proto.js';
-import { grpcErrorString } from '../../pod-worker.js';
+import { grpcErrorString } from '../../cri-errors.js';
 import { streamingError, text } from '../http-replies.js';
 import { containerSpec, findPod, type Route, type RouteContext, type RouteRequest } from '../route-context.js';
 import { isUpgradeRequest, proxyUpgrade } from '../upgrade-proxy.js';

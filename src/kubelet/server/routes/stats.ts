@@ -2,7 +2,7 @@
  * /stats/summary (the Summary API from CRI stats) and /metrics, /metrics/resource (Prometheus
  * text), as server.go and pkg/kubelet/metrics/collectors serve them.
  */
-import { grpcErrorString } from '../../pod-worker.js';
+import { grpcErrorString } from '../../cri-errors.js';
 import { json, text } from '../http-replies.js';
 import type { Route } from '../route-context.js';
 import { resourceMetricsText, resourceScrapeErrorText } from '../server-metrics.js';
