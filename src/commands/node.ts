@@ -43,6 +43,8 @@ export interface NodeModeOptions extends GcFlagValues {
   hostnameOverride?: string;
   nodes?: string;
   nodeNamePrefix?: string;
+  /** With --nodes N: this process's slice of the names, PREFIX-(k·N+1) … PREFIX-(k·N+N). */
+  nodeOrdinal?: string;
   port: string;
   nodeIp?: string;
   maxPods: string;
@@ -97,15 +99,17 @@ export function parseDuration(flag: string, value: string): number {
 const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** The node names: --hostname-override (lowercased, as the kubelet does) or PREFIX-1 … PREFIX-N. */
-export function nodeNames(options: Pick<NodeModeOptions, 'hostnameOverride' | 'nodes' | 'nodeNamePrefix'>): string[] {
+export function nodeNames(options: Pick<NodeModeOptions, 'hostnameOverride' | 'nodes' | 'nodeNamePrefix' | 'nodeOrdinal'>): string[] {
   let names: string[];
   if (options.nodes !== undefined) {
     const count = Number(options.nodes);
     if (!/^\d+$/.test(options.nodes) || count < 1 || count > 10_000) throw new Error(`--nodes: ${JSON.stringify(options.nodes)} is not a whole number from 1 to 10000`);
     if (options.nodeNamePrefix === undefined) throw new Error('--nodes needs --node-name-prefix');
     if (options.hostnameOverride !== undefined) throw new Error('--hostname-override and --nodes are mutually exclusive');
-    names = Array.from({ length: count }, (_, i) => `${options.nodeNamePrefix!.toLowerCase()}-${i + 1}`);
+    const first = count * nodeOrdinal(options.nodeOrdinal) + 1;
+    names = Array.from({ length: count }, (_, i) => `${options.nodeNamePrefix!.toLowerCase()}-${first + i}`);
   } else {
+    if (options.nodeOrdinal !== undefined) throw new Error('--node-ordinal needs --nodes');
     if (options.hostnameOverride === undefined) throw new Error('give --hostname-override NAME (or --nodes N --node-name-prefix PREFIX)');
     names = [options.hostnameOverride.trim().toLowerCase()];
   }
@@ -113,6 +117,18 @@ export function nodeNames(options: Pick<NodeModeOptions, 'hostnameOverride' | 'n
     if (name.length > 253 || !dns1123Subdomain.test(name)) throw new Error(`node name ${JSON.stringify(name)}: must be a lowercase RFC 1123 subdomain`);
   }
   return names;
+}
+
+/**
+ * --node-ordinal: a whole number, or a name ending in one (a StatefulSet pod's name, `nodes-3`),
+ * so a replica can pass its pod name or its `apps.kubernetes.io/pod-index` label.
+ */
+function nodeOrdinal(value: string | undefined): number {
+  if (value === undefined) return 0;
+  const match = /(?:^|-)(\d+)$/.exec(value.trim());
+  const ordinal = match === null ? NaN : Number(match[1]);
+  if (!Number.isSafeInteger(ordinal) || ordinal > 100_000) throw new Error(`--node-ordinal: ${JSON.stringify(value)} is not a whole number (or a StatefulSet pod name ending in one) up to 100000`);
+  return ordinal;
 }
 
 /** The loopback address of node i (0-based) of n: 127.0.0.1 alone, else 127.0.1.1, 127.0.1.2, … */
@@ -448,6 +464,7 @@ export function nodeCommand(): Command {
   addWindowsRuntimeFlags(nodeModeOptions(command))
     .option('--nodes <n>', 'run N nodes in this process, named PREFIX-1 … PREFIX-N (state in <state-dir>/<name>/)')
     .option('--node-name-prefix <prefix>', 'the prefix of the node names with --nodes')
+    .option('--node-ordinal <k>', 'with --nodes N: run the slice PREFIX-(k*N+1) … PREFIX-(k*N+N); k may be a StatefulSet pod name ending in its ordinal (cri-winsim flag)')
     .option('--state-dir <dir>', 'state of the runtime(s) and kubelet(s), kept across restarts (metadata database, logs)', DEFAULT_STATE_DIR)
     .option('--ephemeral', 'keep no runtime state across restarts (in memory only; the runtime state is reset at start)')
     .option('--simulate-reboot', 'start as after a reboot of the node(s): reloaded containers are exited (255, Unknown), sandboxes not ready')

@@ -37,6 +37,14 @@ describe('node command flags', () => {
     expect(() => nodeNames({})).to.throw('give --hostname-override NAME');
   });
 
+  it('gives each StatefulSet replica its slice of the names with --node-ordinal (a number or a pod name)', () => {
+    expect(nodeNames({ nodes: '3', nodeNamePrefix: 'win', nodeOrdinal: '0' })).to.deep.equal(['win-1', 'win-2', 'win-3']);
+    expect(nodeNames({ nodes: '3', nodeNamePrefix: 'win', nodeOrdinal: '2' })).to.deep.equal(['win-7', 'win-8', 'win-9']);
+    expect(nodeNames({ nodes: '2', nodeNamePrefix: 'win', nodeOrdinal: 'cri-winsim-nodes-1' })).to.deep.equal(['win-3', 'win-4']);
+    expect(() => nodeNames({ nodes: '2', nodeNamePrefix: 'win', nodeOrdinal: 'nodes-x' })).to.throw('--node-ordinal: "nodes-x" is not a whole number');
+    expect(() => nodeNames({ hostnameOverride: 'win-1', nodeOrdinal: '1' })).to.throw('--node-ordinal needs --nodes');
+  });
+
   it('gives every node a loopback address and refuses any other --node-ip', () => {
     expect(nodeAddress(0, 1)).to.equal('127.0.0.1');
     expect(nodeAddress(0, 3)).to.equal('127.0.1.1');
