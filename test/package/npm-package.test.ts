@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../support/paths.js';
+import { holdingLock } from '../support/one-worker-at-a-time.js';
 import { testPodCidr } from '../support/pod-cidr.js';
 import { runProcess, type ProcessResult } from '../support/process.js';
 import { startRuntime } from '../support/runtime.js';
@@ -105,7 +106,9 @@ describe('npm package', function () {
 
   it('npx cri-winsim demo prints the demo table there', async function () {
     if (installedIn === undefined) throw new Error('the package was not installed (see the test before)');
-    const res = await runProcess('npx', ['--no', 'cri-winsim', 'demo'], { cwd: installedIn, env: plainEnvironment(), killAfterMs: RUN_TIMEOUT_MS });
+    // The demo's pods serve on its default pod range, as node mode's do.
+    const res = await holdingLock(this, 'default-addresses', () =>
+      runProcess('npx', ['--no', 'cri-winsim', 'demo'], { cwd: installedIn!, env: plainEnvironment(), killAfterMs: RUN_TIMEOUT_MS }));
     expect(res.code, describeResult(res)).to.equal(0);
     expect(res.stdout).to.match(/^POD\s+CONTAINER\s+DESIGN\s+FLAVOR\s+USER\s+GMSA\s+OUTCOME\s+AS EXPECTED\s+MESSAGE$/m);
     expect(res.stdout).to.match(/^webapp-gmsa\s+iis\s+.*DEMO\\WebApplication1\s+Running\s+yes/m);
