@@ -1,4 +1,4 @@
-// Mocha root hook plugin (registered with `require` in .mocharc.json): the run fails when a
+// Mocha root hook plugin (registered with `require` in .mocharc.cjs): the run fails when a
 // suite started a runtime or a control plane and did not stop it. The leftovers are stopped
 // here, so even a failing run leaves no process or temp dir behind. In parallel mode (mocha
 // --parallel) the root hooks run once per file, in that file's worker, and the global fixtures
