@@ -21,6 +21,7 @@ import {
   withoutFlags,
   type ComposeFile,
 } from './compose-file.js';
+import { oneWorkerAtATime } from '../support/one-worker-at-a-time.js';
 
 /** How long one client service (kubelet, crictl) may run. */
 const SERVICE_TIMEOUT_MS = 60_000;
@@ -129,6 +130,8 @@ function expectOnlyLocalPaths(argv: readonly string[], dir: string): void {
 }
 
 describe('compose services as local processes', function () {
+  // The compose file's runtime uses the program's default pod range.
+  oneWorkerAtATime('default-addresses');
   this.timeout(CRITEST_TIMEOUT_MS + 60_000);
   const file = loadComposeFile();
   let rt: RuntimeHandle | undefined;

@@ -14,6 +14,7 @@ import { formatTable } from '../../src/kubectl/pod-printers.js';
 import { formatReport, TABLE_HEADER } from '../../src/demo/result-table.js';
 import { compareRow, credentialSpecAccount, criLogText, type ObservedRow } from '../../src/demo/run-example.js';
 import { cliPath, criToolPath, repoRoot } from '../support/paths.js';
+import { oneWorkerAtATime } from '../support/one-worker-at-a-time.js';
 
 const bundledDemo = join(repoRoot, 'examples', 'demo', 'expect.yaml');
 
@@ -75,6 +76,8 @@ function findRow(rows: string[][], e: OutcomeExpectation): string[] | undefined 
 }
 
 describe('cri-winsim demo', function () {
+  // Its processes use the program's default pod ranges and node addresses.
+  oneWorkerAtATime('default-addresses');
   this.timeout(90_000);
   let tmp: string;
 

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { requireCriTool } from '../support/paths.js';
+import { testPodCidr16 } from '../support/pod-cidr.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { CRITEST_SPECS, focusRegex, specText } from './critest-specs.js';
 import { CRITEST_TEST_IMAGES } from '../compose/critest-service.js';
@@ -99,7 +100,7 @@ describe('critest (CRI validation) against cri-winsim runtime', function () {
   before(async function () {
     bin = requireCriTool(this, 'critest');
     // The networking specs bind port 80 on pod IPs: a range no other runtime on this machine uses.
-    rt = await startRuntime({ name: 'critest-e2e', args: ['--pod-cidr', `127.${200 + Math.floor(Math.random() * 50)}.0.0/16`] });
+    rt = await startRuntime({ name: 'critest-e2e', args: ['--pod-cidr', testPodCidr16()] });
   });
 
   after(async () => {

@@ -16,6 +16,7 @@ import { crictlJson } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { cliPath, requireCriTool } from '../support/paths.js';
 import { until as pollUntil } from '../support/wait.js';
+import { oneWorkerAtATime } from '../support/one-worker-at-a-time.js';
 
 // until() at this suite's poll interval of 300 ms.
 const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => pollUntil(what, timeoutMs, probe, 300);
@@ -39,6 +40,8 @@ async function etcd(cp: ControlPlane, path: string, body: object): Promise<any> 
 }
 
 describe('node mode: shared pod informer, in-cluster config, many nodes per process', function () {
+  // Its processes use the program's default pod ranges and node addresses.
+  oneWorkerAtATime('default-addresses');
   this.timeout(180_000);
   let cp: ControlPlane;
   let dir: string;

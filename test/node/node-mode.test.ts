@@ -19,6 +19,7 @@ import { cliPath, requireCriTool } from '../support/paths.js';
 import { runProcess } from '../support/process.js';
 import { until } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith } from '../runtime/windows/kep-example.js';
+import { oneWorkerAtATime } from '../support/one-worker-at-a-time.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -48,6 +49,8 @@ function windowsPod(name: string, opts: { credentialSpec?: string; nodeName?: st
 }
 
 describe('node mode against a real control plane', function () {
+  // Its processes use the program's default pod ranges and node addresses.
+  oneWorkerAtATime('default-addresses');
   this.timeout(180_000);
   let cp: ControlPlane;
   let dir: string;

@@ -17,10 +17,13 @@ import { getLocal, withPortForward } from '../support/port-forward.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
 import { until } from '../support/wait.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC } from '../runtime/windows/kep-example.js';
+import { oneWorkerAtATime } from '../support/one-worker-at-a-time.js';
 
 const HOST_MISMATCH = 'The container operating system does not match the host operating system.';
 
 describe('the pods people bring, on simulated nodes of a stock control plane', function () {
+  // Its processes use the program's default pod ranges and node addresses.
+  oneWorkerAtATime('default-addresses');
   this.timeout(180_000);
   let cp: ControlPlane;
   let dir: string;

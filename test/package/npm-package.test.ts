@@ -5,8 +5,10 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { repoRoot } from '../support/paths.js';
+import { holdingLock } from '../support/one-worker-at-a-time.js';
 import { testPodCidr } from '../support/pod-cidr.js';
 import { runProcess, type ProcessResult } from '../support/process.js';
 import { startRuntime } from '../support/runtime.js';
@@ -14,7 +16,7 @@ import { startRuntime } from '../support/runtime.js';
 /**
  * npm install of the tarball: its dependencies usually come from npm's cache (--prefer-offline);
  * better-sqlite3's addon is compiled from source where no prebuilt binary can be downloaded
- * (2-4 minutes on 2 shared cores).
+ * (2-4 minutes on 2 shared cores) unless localPrebuild() found the checkout's own.
  */
 const INSTALL_TIMEOUT_MS = 8 * 60_000;
 const RUN_TIMEOUT_MS = 90_000;
@@ -27,8 +29,31 @@ function plainEnvironment(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'));
 }
 
-function npm(args: string[], cwd: string, timeoutMs: number): Promise<ProcessResult> {
-  return runProcess('npm', args, { cwd, env: plainEnvironment(), killAfterMs: timeoutMs });
+function npm(args: string[], cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+  return runProcess('npm', args, { cwd, env: { ...plainEnvironment(), ...env }, killAfterMs: timeoutMs });
+}
+
+/**
+ * better-sqlite3's install script (prebuild-install) takes a prebuilt addon from the directory in
+ * npm_config_better_sqlite3_local_prebuilds before it tries to download one or compiles SQLite:
+ * the addon `npm ci` put in the checkout, packed as prebuild-install names and unpacks it. The
+ * installed package then loads that addon (the last test checks it works); when the version the
+ * install resolves differs, the name does not match and the install downloads or compiles as a
+ * user's would. Without it the compile is most of this file's time on a machine that cannot
+ * download the prebuilt binary. Returns the environment for npm install, or {} when the checkout
+ * has no built addon.
+ */
+async function localPrebuild(work: string): Promise<NodeJS.ProcessEnv> {
+  const pkgDir = dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json'));
+  const addon = join('build', 'Release', 'better_sqlite3.node');
+  if (!existsSync(join(pkgDir, addon))) return {};
+  const { version } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string };
+  const dir = join(work, 'prebuilds');
+  await mkdir(dir);
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const res = await runProcess('tar', ['-czf', join(dir, name), '-C', pkgDir, addon], { killAfterMs: 60_000 });
+  if (res.code !== 0) throw new Error(describeResult(res));
+  return { npm_config_better_sqlite3_local_prebuilds: dir };
 }
 
 function describeResult(r: ProcessResult): string {
@@ -94,7 +119,7 @@ describe('npm package', function () {
   it('installs from the tarball into an empty directory, without the dev dependencies', async function () {
     const dir = join(work!, 'empty');
     await mkdir(dir);
-    const res = await npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-save', tarball!], dir, INSTALL_TIMEOUT_MS);
+    const res = await npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--no-save', tarball!], dir, INSTALL_TIMEOUT_MS, await localPrebuild(work!));
     expect(res.code, describeResult(res)).to.equal(0);
     expect(existsSync(join(dir, 'node_modules', '.bin', 'cri-winsim'))).to.equal(true);
     for (const devOnly of ['mocha', 'chai', 'typescript', 'tmp-promise']) {
@@ -105,7 +130,9 @@ describe('npm package', function () {
 
   it('npx cri-winsim demo prints the demo table there', async function () {
     if (installedIn === undefined) throw new Error('the package was not installed (see the test before)');
-    const res = await runProcess('npx', ['--no', 'cri-winsim', 'demo'], { cwd: installedIn, env: plainEnvironment(), killAfterMs: RUN_TIMEOUT_MS });
+    // The demo's pods serve on its default pod range, as node mode's do.
+    const res = await holdingLock(this, 'default-addresses', () =>
+      runProcess('npx', ['--no', 'cri-winsim', 'demo'], { cwd: installedIn!, env: plainEnvironment(), killAfterMs: RUN_TIMEOUT_MS }));
     expect(res.code, describeResult(res)).to.equal(0);
     expect(res.stdout).to.match(/^POD\s+CONTAINER\s+DESIGN\s+FLAVOR\s+USER\s+GMSA\s+OUTCOME\s+AS EXPECTED\s+MESSAGE$/m);
     expect(res.stdout).to.match(/^webapp-gmsa\s+iis\s+.*DEMO\\WebApplication1\s+Running\s+yes/m);

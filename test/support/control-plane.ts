@@ -32,6 +32,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { toolsBinDir } from './paths.js';
 import { runProcess, type ProcessResult } from './process.js';
+import { slotRange, workerSlot } from './worker-slot.js';
 
 /** The programs this harness runs, all in .tools/bin. */
 export const CONTROL_PLANE_TOOLS = ['etcd', 'kube-apiserver', 'kube-scheduler', 'kube-controller-manager', 'kubectl'] as const;
@@ -194,17 +195,37 @@ export function requireControlPlaneTools(ctx: Mocha.Context): void {
   ctx.skip();
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
+/**
+ * Ports for a parallel worker's servers: 20000–31999 lies below the kernel's ephemeral range
+ * (32768–60999 by default), so no port-0 bind or outgoing connection takes one of them between
+ * freePort() and the bind; each worker probes only its own part (worker-slot.ts).
+ */
+const WORKER_PORTS = slotRange(20_000, 12_000);
+let nextWorkerPort = Math.floor(Math.random() * WORKER_PORTS.count);
+
+function portFree(port: number): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolve(undefined) : reject(err)));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
       const addr = srv.address();
       srv.close(() => (addr !== null && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago: one the kernel picks (port 0), or in a
+ * parallel worker the next free one of the worker's own range.
+ */
+export async function freePort(): Promise<number> {
+  if (workerSlot() === undefined) return (await portFree(0))!;
+  for (let tries = 0; tries < WORKER_PORTS.count; tries++) {
+    const port = await portFree(WORKER_PORTS.first + (nextWorkerPort++ % WORKER_PORTS.count));
+    if (port !== undefined) return port;
+  }
+  throw new Error(`no free port in ${WORKER_PORTS.first}–${WORKER_PORTS.first + WORKER_PORTS.count - 1} (worker ${process.env['MOCHA_WORKER_ID']})`);
 }
 
 interface Proc {

@@ -17,7 +17,7 @@ export const READY_TEXT = 'cri-winsim runtime listening';
 export interface StartRuntimeOptions {
   /** Extra arguments after `runtime --listen … --state-dir …` (e.g. `['--node', file]`). */
   args?: string[];
-  /** How long to wait for the ready line (default 15 s). */
+  /** How long to wait for the ready line (default 30 s: parallel workers share the cores). */
   readyTimeoutMs?: number;
   /** How long stop() waits after SIGTERM before it uses SIGKILL (default 5 s). */
   stopTimeoutMs?: number;
@@ -82,7 +82,7 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
   const stateDir = join(dir, 'state');
   const endpoint = `unix://${socketPath}`;
   const name = opts.name ?? dir;
-  const readyTimeoutMs = opts.readyTimeoutMs ?? 15_000;
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 30_000;
   const stopTimeoutMs = opts.stopTimeoutMs ?? 5_000;
 
   let child: ChildProcess;
