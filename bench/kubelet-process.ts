@@ -8,7 +8,7 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { kubeletThroughput, type KubeletRun } from './kubelet-throughput.js';
 
 type ToParent = { kind: 'result'; run: KubeletRun } | { kind: 'error'; message: string };

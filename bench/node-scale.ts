@@ -30,7 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ApiClient } from '../src/kubelet/node/api-client.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
 import { toolsBinDir } from '../test/support/paths.js';
 

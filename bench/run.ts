@@ -13,7 +13,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
+import { DEFAULT_IDLE_GC_SECONDS } from '../src/tuning/idle-collector.js';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
 import { measureFileCreates, waitForQuietDisk, type DiskSettling } from './disk.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
@@ -38,7 +38,7 @@ import type { KubeletRun } from './kubelet-throughput.js';
 import { kubeletThroughputInChild } from './kubelet-process.js';
 import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator, LOAD_GENERATOR_NODE_ARGS } from './load-generator.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { IMAGE_WORLD_DEFAULTS, formatImageWorld, imageWorldTarget, measureImageWorld } from './image-world.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 

@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from './node-flags.js';
+import { NODE_FLAGS } from './tuning/node-flags.js';
 
 const cliPath = fileURLToPath(new URL('./cli.js', import.meta.url));
 

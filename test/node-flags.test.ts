@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
 import { processRunning, programFlagsOf, runProcess } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';

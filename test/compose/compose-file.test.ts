@@ -4,7 +4,7 @@
 // also run on a broken copy, so a check that cannot fail would show.
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/tuning/node-flags.js';
 import {
   composeFilePath,
   composeProblems,

@@ -8,7 +8,7 @@ import { runProcess } from '../support/process.js';
  * V8's default budget it is not (the control: it needs about 2,500), with the runtime's it is.
  */
 async function optimisedAfterCalls(tune: boolean): Promise<boolean> {
-  const module = JSON.stringify(new URL('dist/src/cri/jit.js', `file://${repoRoot}`).href);
+  const module = JSON.stringify(new URL('dist/src/tuning/jit.js', `file://${repoRoot}`).href);
   const script = `
     import { tuneJitForRequestHandlers } from ${module};
     if (${tune}) tuneJitForRequestHandlers();

@@ -1,7 +1,7 @@
 import credentialSpecSchema from '../../../schemas/credential-spec.schema.json' with { type: 'json' };
 import { deepFreeze } from '../../deep-freeze.js';
 import { RuntimeError } from '../errors.js';
-import { BoundedCache } from '../store/bounded-cache.js';
+import { BoundedCache } from '../../bounded-cache.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 
 /** The credential spec document (REFERENCE §8, as New-CredentialSpec writes it). No secrets. */

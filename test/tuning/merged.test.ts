@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { copied, merged } from '../src/merged.js';
-import { repoRoot } from './support/paths.js';
-import { runProcess } from './support/process.js';
+import { copied, merged } from '../../src/tuning/merged.js';
+import { repoRoot } from '../support/paths.js';
+import { runProcess } from '../support/process.js';
 
 describe('merged and copied', () => {
   it('merges as a spread does: base first, extra wins, key order kept, inputs untouched', () => {
@@ -35,7 +35,7 @@ describe('merged and copied', () => {
     this.timeout(20_000);
     // %HaveSameMap is V8's own answer; it needs --allow-natives-syntax, so it runs in a child.
     const script = `
-      import { copied, merged } from ${JSON.stringify(new URL('dist/src/merged.js', `file://${repoRoot}`).href)};
+      import { copied, merged } from ${JSON.stringify(new URL('dist/src/tuning/merged.js', `file://${repoRoot}`).href)};
       const make = (i) => ({ 'kubernetes.io/config.source': 'bench', 'io.kubernetes.pod.uid': 'u' + i });
       const shared = (f) => { const first = f(0); for (let i = 1; i < 50; i++) if (!%HaveSameMap(first, f(i))) return false; return %HasFastProperties(first); };
       console.log(JSON.stringify({
