@@ -24,7 +24,7 @@ export interface FloorProcess {
 export async function startFloorProcess(socketPath: string, readyTimeoutMs = 10000): Promise<FloorProcess> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [socketPath], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // The runtime's flags (src/node-flags.ts), so the two servers differ in their handlers only.
+    // The runtime's flags (src/tuning/node-flags.ts), so the two servers differ in their handlers only.
     execArgv: [...NODE_FLAGS],
     serialization: 'advanced',
   });

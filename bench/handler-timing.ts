@@ -176,7 +176,7 @@ async function main(): Promise<void> {
   const socketPath = join(dir, 'cri.sock');
   const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // The server, runtime or floor, starts as the `cri-winsim` command does (src/node-flags.ts).
+    // The server, runtime or floor, starts as the `cri-winsim` command does (src/tuning/node-flags.ts).
     execArgv: [...NODE_FLAGS],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

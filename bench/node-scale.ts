@@ -526,7 +526,7 @@ function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
       log(`cri-winsim node --nodes ${opts.nodes}: starting`);
       return spawnUntil(
         process.execPath,
-        // The node flags the `cri-winsim` launcher adds (src/node-flags.ts), as a user's process has them.
+        // The node flags the `cri-winsim` launcher adds (src/tuning/node-flags.ts), as a user's process has them.
         [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
         // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
         undefined,

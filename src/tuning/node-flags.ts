@@ -1,24 +1,29 @@
 /**
- * The Node flags a cri-winsim process starts with: the `cri-winsim` command's `#!` line
- * (src/cli.ts), `npm start`, the container image's entrypoint, and whatever starts the runtime
- * the way a user does (the bench, the tests). V8 reads them only when the process starts:
- * `v8.setFlagsFromString('--single-threaded-gc')` later crashed the runtime ("Check failed:
- * concurrent_marking_handle_") and NODE_OPTIONS refuses it.
+ * The Node flags a cri-winsim process starts with, written here once. V8 reads them only when
+ * the process starts (`v8.setFlagsFromString('--single-threaded-gc')` later crashed the runtime:
+ * "Check failed: concurrent_marking_handle_"; NODE_OPTIONS refuses it), so every way of starting
+ * one passes them on node's command line:
+ * - the npm package's command, src/launcher.ts, starts the CLI in a node child with them;
+ * - the build writes them into the `#!` line of dist/src/cli.js (scripts/finish-build.mjs), which
+ *   the container image's entrypoint runs, as does whoever runs the file from a checkout;
+ * - `npm start` runs the launcher; the bench and the tests start the runtime, the floor and the
+ *   kubelet with this list.
  *
  * `--single-threaded-gc`: V8 collects on the thread that allocates, with no helper threads that
- * mark and sweep while JavaScript runs. A simulated node shares a small machine with what drives
- * it (kubelet, crictl, critest, a test suite); with the helpers, every old-generation collection
- * put a second runnable thread beside the event loop for tens of milliseconds, and on two cores
- * the runtime's own calls and its client's waited for a core (concurrency-1 calls over 1.5 ms:
- * 253–263 of 24,000 with the helpers, 214–239 without; calls stalled inside a handler 10–12
- * against 0–2).
- *
- * `--max-semi-space-size=4`: alone, a young-generation collection took 1.5–2 ms with V8's
- * semi-spaces grown to 16 MiB, and it falls into the call whose allocation fills the space, the
- * longer calls more often (GMSA StartContainer in `handler-timing`; CreateContainer, 3.64 ms
- * against the floor's 1.26, in a bench run that failed at 2.89 ×). With 4 MiB there are four
- * times as many, of about 0.75 ms each: in `handler-timing` (3,000 GMSA pods one at a time, three
- * runs each) calls over 1.5 ms 166–185 against 222–233 with 16 MiB (the floor's 201–217), those
- * overlapping one of the runtime's collections 9–18 against 57.
+ * mark and sweep while JavaScript runs; on a small machine shared with what drives the node those
+ * helpers took a core from the event loop and its client. `--max-semi-space-size=4`: a smaller
+ * young generation, so each young collection (which falls into the call whose allocation fills
+ * it) is shorter. What each measured: bench/README.md, "Tuning tricks".
  */
 export const NODE_FLAGS: readonly string[] = ['--single-threaded-gc', '--max-semi-space-size=4'];
+
+/**
+ * The flags of the bench's load generator (the client of the runtime and the floor): it
+ * collects on its own thread too, so its collector never takes a core from the server it times.
+ */
+export const LOAD_GENERATOR_FLAGS: readonly string[] = ['--single-threaded-gc'];
+
+/** The `#!` line that starts a script in node with NODE_FLAGS (GNU, BSD and macOS env; not BusyBox's). */
+export function nodeFlagsShebang(): string {
+  return `#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`;
+}
