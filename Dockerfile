@@ -10,8 +10,9 @@
 #              .tools/bin (compose's `tests` service; `npm test` runs in it)
 #   app        (default target) the production image: the compiled program, its runtime files
 #              (proto/, examples/) and production dependencies, run as the unprivileged user
-#              cri-winsim (uid 10001). ENTRYPOINT `cri-winsim` (node with the flags of
-#              src/node-flags.ts), so one image serves `runtime` (the default command),
+#              cri-winsim (uid 10001). ENTRYPOINT dist/src/cli.js (its #! line, written by
+#              the build, starts node with the flags of src/tuning/node-flags.ts; Debian's env
+#              has -S), so one image serves `runtime` (the default command),
 #              `kubelet`, `node` and `demo`:
 #                docker run --rm cri-winsim:dev demo
 #
@@ -97,7 +98,7 @@ COPY --from=build /app /app
 COPY --from=cri-tools /app/.tools/bin/ /app/.tools/bin/
 ENV PATH=/app/.tools/bin:$PATH
 USER 10001:10001
-ENTRYPOINT ["node", "--single-threaded-gc", "--max-semi-space-size=4", "dist/src/cli.js"]
+ENTRYPOINT ["dist/src/cli.js"]
 CMD ["--help"]
 
 FROM base AS app
@@ -123,5 +124,5 @@ USER 10001:10001
 # mounts the socket reports its runtime's health.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "dist/src/healthcheck.js"]
-ENTRYPOINT ["node", "--single-threaded-gc", "--max-semi-space-size=4", "dist/src/cli.js"]
+ENTRYPOINT ["dist/src/cli.js"]
 CMD ["runtime", "--listen", "unix:///run/cri-winsim/cri.sock", "--state-dir", "/var/lib/cri-winsim"]

@@ -44,6 +44,17 @@ export default tseslint.config(
     },
   },
   {
+    // Process tuning (src/tuning): the tricks behind plain interfaces (file calls, string table,
+    // kept-config codec, node flags, JIT budget, idle collection). The floors receive them; it
+    // imports none of them, only the shared top-level modules (tidy-up, log, bounded-cache).
+    files: ['src/tuning/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: '^(\\.\\./)+(kubelet|kubectl|apiserver|cri|runtime|emulator|commands|demo)/', message: 'src/tuning sits below every floor: it imports none of them; a floor is handed the seam instead.' }],
+      }],
+    },
+  },
+  {
     // The three programs of the node side are floors: the API server's part (validation, admission,
     // RBAC, update rules, the cluster's objects) knows no kubelet; the kubelet (the node agent) may
     // ask the API server's part but never prints like kubectl; kubectl's part (printers, formats,

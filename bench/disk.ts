@@ -1,13 +1,13 @@
 /**
  * The machine's own cost of what StartContainer and CreateContainer do to the disk: creating a
  * file (open with O_CREAT, then close) in the directory the runtime writes to, with the
- * synchronous calls a lone runtime call makes (src/runtime/call-load.ts). On a disk where creating
+ * synchronous calls a lone runtime call makes (src/tuning/file-calls.ts). On a disk where creating
  * an inode takes half a millisecond, that is a floor under StartContainer that no runtime can go
  * below; the report shows it beside the RPC figures.
  *
  * The probe's files stay (in their own directory, under `dir`) until the caller removes `dir` at
  * the end of its run: on ext4 without a journal every freed inode makes later creates slower for
- * several minutes (see src/runtime/recycled-files.ts), so deleting them here would slow down the
+ * several minutes (see src/tuning/recycled-files.ts), so deleting them here would slow down the
  * runs the probe is meant to describe.
  */
 import { closeSync, mkdtempSync, openSync } from 'node:fs';

@@ -7,7 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { unixEndpoint } from '../src/cri/endpoint.js';
 import { startFloorServer } from './floor-server.js';
 
@@ -24,7 +24,7 @@ export interface FloorProcess {
 export async function startFloorProcess(socketPath: string, readyTimeoutMs = 10000): Promise<FloorProcess> {
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), [socketPath], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // The runtime's flags (src/node-flags.ts), so the two servers differ in their handlers only.
+    // The runtime's flags (src/tuning/node-flags.ts), so the two servers differ in their handlers only.
     execArgv: [...NODE_FLAGS],
     serialization: 'advanced',
   });

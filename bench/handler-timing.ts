@@ -21,10 +21,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createCriClient } from '../src/cri/proto.js';
-import { tuneJitForRequestHandlers } from '../src/cri/jit.js';
+import { tuneJitForRequestHandlers } from '../src/tuning/jit.js';
 import { CriServer } from '../src/cri/server.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { measureFileCreates } from './disk.js';
 import { startFloorServer } from './floor-server.js';
 import { recordPromotion, type Promotion } from './gc-promotion.js';
@@ -176,7 +176,7 @@ async function main(): Promise<void> {
   const socketPath = join(dir, 'cri.sock');
   const child = fork(fileURLToPath(import.meta.url), ['--serve', target, socketPath, join(dir, 'state')], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // The server, runtime or floor, starts as the `cri-winsim` command does (src/node-flags.ts).
+    // The server, runtime or floor, starts as the `cri-winsim` command does (src/tuning/node-flags.ts).
     execArgv: [...NODE_FLAGS],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

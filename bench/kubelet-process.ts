@@ -1,6 +1,6 @@
 /**
  * The fake kubelet's throughput run in a process of its own, started with the Node flags the
- * `cri-winsim` command starts with (src/node-flags.ts), as users start `cri-winsim kubelet`: the
+ * `cri-winsim` command starts with (src/tuning/node-flags.ts), as users start `cri-winsim kubelet`: the
  * bench's own process runs with the load generator's V8 flags (load-generator.ts).
  *
  * Child side: `node dist/bench/kubelet-process.js <endpoint> <work dir> <pods>` (forked by
@@ -8,7 +8,7 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { kubeletThroughput, type KubeletRun } from './kubelet-throughput.js';
 
 type ToParent = { kind: 'result'; run: KubeletRun } | { kind: 'error'; message: string };

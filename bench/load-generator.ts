@@ -14,8 +14,10 @@
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import { LOAD_GENERATOR_FLAGS } from '../src/tuning/node-flags.js';
 
-export const LOAD_GENERATOR_NODE_ARGS: readonly string[] = ['--single-threaded-gc'];
+/** The load generator's flags (src/tuning/node-flags.ts, where every node flag list is written). */
+export const LOAD_GENERATOR_NODE_ARGS: readonly string[] = LOAD_GENERATOR_FLAGS;
 
 /** Whether a process with these execArgv already has the load generator's flags. */
 export function hasLoadGeneratorFlags(execArgv: readonly string[] = process.execArgv): boolean {

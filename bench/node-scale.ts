@@ -30,7 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ApiClient } from '../src/kubelet/node/api-client.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
 import { toolsBinDir } from '../test/support/paths.js';
 
@@ -526,7 +526,7 @@ function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
       log(`cri-winsim node --nodes ${opts.nodes}: starting`);
       return spawnUntil(
         process.execPath,
-        // The node flags the `cri-winsim` launcher adds (src/node-flags.ts), as a user's process has them.
+        // The node flags the `cri-winsim` launcher adds (src/tuning/node-flags.ts), as a user's process has them.
         [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
         // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
         undefined,

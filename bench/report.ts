@@ -92,7 +92,7 @@ export interface BenchReport {
   loadGenerator: { nodeArgs: string[]; kubelet: string };
   bounds: Record<string, number | number[] | string>;
   runtime: {
-    /** The node flags the runtime (and the floor) started with: the `cri-winsim` command's (src/node-flags.ts). */
+    /** The node flags the runtime (and the floor) started with: the `cri-winsim` command's (src/tuning/node-flags.ts). */
     nodeArgs?: string[];
     /** Spawn to the ready line, first start. */
     startupMs: number;

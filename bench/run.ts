@@ -13,7 +13,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_IDLE_GC_SECONDS } from '../src/cri/idle-collector.js';
+import { DEFAULT_IDLE_GC_SECONDS } from '../src/tuning/idle-collector.js';
 import { createCriClient, unaryCall, type CriClient } from '../src/cri/proto.js';
 import { measureFileCreates, waitForQuietDisk, type DiskSettling } from './disk.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
@@ -38,7 +38,7 @@ import type { KubeletRun } from './kubelet-throughput.js';
 import { kubeletThroughputInChild } from './kubelet-process.js';
 import { dropOutputWhenReaderLeaves } from './closed-stdout.js';
 import { asLoadGenerator, LOAD_GENERATOR_NODE_ARGS } from './load-generator.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { IMAGE_WORLD_DEFAULTS, formatImageWorld, imageWorldTarget, measureImageWorld } from './image-world.js';
 import { LIFECYCLE_RPCS, addLiveContainers, addLiveSandboxes, podLifecycle, pullBenchImage } from './workload.js';
 
@@ -51,14 +51,14 @@ const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'
  * first several thousand timed pods (about 230 functions optimised in the first 4 s at
  * concurrency 1, still 5–10 a second after 6,000 pods), taking a core from the client and the
  * server at random moments. The floor's few functions run many times per pod and are optimised
- * within the first hundred. The runtime now lowers the budget (src/cri/jit.ts) and reaches its
+ * within the first hundred. The runtime now lowers the budget (src/tuning/jit.ts) and reaches its
  * steady state within a few hundred pods; 5,000 pods (about 20 s per server) measure both servers
  * as a node that has been up for a while, whatever the budget.
  */
 const DEFAULT_WARMUP_PODS = 5000;
 
 /**
- * The part of the warm-up run one pod at a time. A lone call takes paths of its own (CallLoad: the
+ * The part of the warm-up run one pod at a time. A lone call takes paths of its own (FileCallPolicy: the
  * file work inline), which concurrent pods never reach; without this part they were compiled and
  * optimised during the first timed run at concurrency 1.
  */
@@ -665,7 +665,7 @@ async function main(): Promise<void> {
       const rssBeforeKiB = await runtime.rssKiB();
       // Sample RSS once the runtime is idle: after the last changing RPC it collects garbage once
       // (--idle-gc-seconds, default DEFAULT_IDLE_GC_SECONDS); wait that long and two seconds more,
-      // then for the collection to end. It runs on the event loop (src/node-flags.ts) and took
+      // then for the collection to end. It runs on the event loop (src/tuning/node-flags.ts) and took
       // over two seconds at 50,000 pods, while RSS went down as it freed pages (433 MB at two
       // seconds, 365 MB at ten): a Version call is answered once it is over, and RSS is read
       // until two reads a second apart agree within 1 % (RSS_SETTLE_SECONDS at most).

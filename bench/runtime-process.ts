@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { unixEndpoint } from '../src/cri/endpoint.js';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 
 /** The line the runtime logs once its socket accepts calls. */
 export const READY_TEXT = 'cri-winsim runtime listening';

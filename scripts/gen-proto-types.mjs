@@ -3,7 +3,7 @@
 // made again only when its inputs changed (the .proto files, the generator's version, its
 // arguments): removing and rewriting a hundred files on every build is slow, and on ext4 without
 // a journal every removed file makes the machine's file creates slower for a minute or more
-// (see src/runtime/recycled-files.ts), which is what `npm run bench` measures right after.
+// (see src/tuning/recycled-files.ts), which is what `npm run bench` measures right after.
 //
 // Besides proto-loader's types it writes `src/generated/rpcs.ts`: every RPC of each service with
 // its request and response types and whether the server streams, and no gRPC types, so the

@@ -1,4 +1,5 @@
-#!/usr/bin/env -S node --single-threaded-gc --max-semi-space-size=4
+#!/usr/bin/env node
+// The build writes the node flags (src/tuning/node-flags.ts) into the line above: scripts/finish-build.mjs.
 import { Command, CommanderError } from 'commander';
 import { runtimeCommand } from './commands/runtime.js';
 import { kubeletCommand } from './commands/kubelet.js';

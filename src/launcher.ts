@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `cri-winsim` command as npm installs it (package.json `bin`). It starts dist/src/cli.js in
- * node with the flags of src/node-flags.ts, which V8 reads only at start-up.
+ * node with the flags of src/tuning/node-flags.ts, which V8 reads only at start-up.
  *
  * Why not cli.js itself with `#!/usr/bin/env -S node <flags>`: `-S` (split the rest of the line
  * into arguments) is GNU coreutils', FreeBSD's and macOS's, but BusyBox's env (Alpine) knows
@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from './node-flags.js';
+import { NODE_FLAGS } from './tuning/node-flags.js';
 
 const cliPath = fileURLToPath(new URL('./cli.js', import.meta.url));
 

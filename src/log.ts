@@ -54,9 +54,9 @@ function shallowCopy(value: object): Record<string, unknown> {
 
 /**
  * pino's log formatter: credential specs out of the line, the caller's object left as it was.
- * pino's own `redact` (wildcard paths) cost 6.5 µs and ~22 KB of garbage per line even for a
- * line with one id in it (with sonic-boom's batching, LineBatcher below, a third of the runtime's
- * garbage per pod); this walk allocates only for a line that holds a spec.
+ * pino's own `redact` (wildcard paths) copies every line even when it holds only an id (with
+ * sonic-boom's batching, LineBatcher below, a third of the runtime's garbage per pod; figures in
+ * bench/README.md); this walk allocates only for a line that holds a spec.
  */
 export function redactCredentialSpecs(object: Record<string, unknown>): Record<string, unknown> {
   return censored(object, REDACT_DEPTH) as Record<string, unknown>;
@@ -129,8 +129,8 @@ type BatchOutput = Pick<ReturnType<typeof pino.destination>, 'write' | 'flush' |
  * pino's destination for batched lines: collects them in an array and hands them on as one
  * string once BATCH_MIN_BYTES have gathered (as tidy-up, see flushAfterReplies) or BATCH_FLUSH_MS
  * after the first. sonic-boom's own batching (`minLength`) appends each line to a string and
- * measures the whole batch on every line (`Buffer.byteLength` flattens the concatenation): ~8 KB
- * of copying per line, the largest part of the runtime's garbage after redaction.
+ * measures the whole batch on every line (`Buffer.byteLength` flattens the concatenation): a copy
+ * of the batch per line, the largest part of the runtime's garbage after redaction.
  */
 class LineBatcher {
   private lines: string[] = [];
@@ -160,9 +160,8 @@ class LineBatcher {
 
   /**
    * A full batch is handed on as tidy-up (TidyUp), after the replies of this turn went out:
-   * handing a batch to sonic-boom's write (the thread pool) took ~70 µs on the 2-core machine, and
-   * whichever call logged the line that filled the batch waited for it, one call in twenty at
-   * concurrency 1.
+   * handing a batch to sonic-boom's write goes through the thread pool, and whichever call logged
+   * the line that filled the batch waited for it, one call in twenty at concurrency 1.
    */
   private flushAfterReplies(): void {
     if (this.flushQueued) return;

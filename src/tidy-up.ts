@@ -4,10 +4,10 @@ import { closeSync } from 'node:fs';
  * Tidy-up that a call need not wait for: closing a descriptor it is done with, emptying a file it
  * has already removed by name, handing on a full batch of log lines. Such a job runs two turns of
  * the event loop after it was queued: a unary call's reply goes out as its message in one turn and
- * its trailers in the next (grpc-js), and the client waits for both. On a loaded 2-core machine
- * each system call costs 5-10 µs, and a gMSA container's StartContainer made four such calls
- * before it answered (closing the credential spec it read and the log file it created, emptying
- * and closing the removed spec); now they run while the client reads the reply. Jobs run in the
+ * its trailers in the next (grpc-js), and the client waits for both. A gMSA container's
+ * StartContainer made four such system calls before it answered (closing the credential spec it
+ * read and the log file it created, emptying and closing the removed spec); now they run while the
+ * client reads the reply. Jobs run in the
  * order they were queued; each one handles its own failures.
  *
  * One queue per owner (a runtime's, a logger's): runtimes in one process share none.

@@ -1,10 +1,11 @@
-// Every way cri-winsim starts gives node the same flags (src/node-flags.ts): the #! line of
-// dist/src/cli.js, `npm start` and the npm package's command (src/launcher.ts) here, the image's
-// entrypoint in compose/compose-file.test.ts; and both commands really start node with them.
+// Every way cri-winsim starts gives node the same flags (src/tuning/node-flags.ts, written there
+// once): the #! line the build writes into dist/src/cli.js (which the image's entrypoint runs,
+// compose/compose-file.test.ts), `npm start` and the npm package's command (src/launcher.ts)
+// here; and both commands really start node with them.
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_FLAGS } from '../src/node-flags.js';
+import { NODE_FLAGS, nodeFlagsShebang } from '../src/tuning/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
 import { processRunning, programFlagsOf, runProcess } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';
@@ -29,7 +30,7 @@ function childrenOf(pid: number): number[] {
 }
 
 describe('node flags of the cri-winsim processes', () => {
-  const shebang = `#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`;
+  const shebang = nodeFlagsShebang();
   let runtime: RuntimeHandle | undefined;
 
   afterEach(async () => {
@@ -41,14 +42,16 @@ describe('node flags of the cri-winsim processes', () => {
     expect(NODE_FLAGS).to.deep.equal(['--single-threaded-gc', '--max-semi-space-size=4']);
   });
 
-  it('the cri-winsim command (src/cli.ts and its build) passes them on its #! line', () => {
-    expect(firstLine(join(repoRoot, 'src', 'cli.ts'))).to.equal(shebang);
+  it('the build writes them into the #! line of dist/src/cli.js, in place of src/cli.ts\'s plain one', () => {
+    expect(shebang).to.equal(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
+    expect(firstLine(join(repoRoot, 'src', 'cli.ts'))).to.equal('#!/usr/bin/env node');
     expect(firstLine(cliPath)).to.equal(shebang);
   });
 
-  it('npm start passes them', () => {
+  it('npm start runs the launcher, which passes them, and names no flag itself', () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(pkg.scripts.start).to.include(`node ${NODE_FLAGS.join(' ')} dist/src/cli.js demo`);
+    expect(pkg.scripts.start).to.include('node dist/src/launcher.js demo');
+    for (const flag of NODE_FLAGS) expect(pkg.scripts.start).to.not.include(flag);
   });
 
   it('run as npm links it (the file itself), the runtime process is node with the flags', async function () {

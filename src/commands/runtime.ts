@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { combineObservers, compactingCollection, DEFAULT_IDLE_GC_SECONDS, IdleCollector } from '../cri/idle-collector.js';
-import { tuneJitForRequestHandlers } from '../cri/jit.js';
+import { combineObservers } from '../cri/call.js';
+import { compactingCollection, DEFAULT_IDLE_GC_SECONDS, IdleCollector } from '../tuning/idle-collector.js';
+import { tuneJitForRequestHandlers } from '../tuning/jit.js';
 import { parseMetricsAddress, RuntimeMetrics, type MetricsEndpoint } from '../cri/metrics.js';
 import { assertEndpointFree, CriServer } from '../cri/server.js';
 import { createLogger, type LogFormat, type Logger } from '../log.js';

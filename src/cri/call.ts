@@ -129,3 +129,14 @@ export function streamUnimplemented<Req, Res>(ctx: CallContext, method: string, 
 }
 
 export { observe as observeCall };
+
+/** Calls every observer (metrics, idle collection) for each RPC. */
+export function combineObservers(...observers: (CallObserver | undefined)[]): CallObserver | undefined {
+  const present = observers.filter((o): o is CallObserver => o !== undefined);
+  if (present.length <= 1) return present[0];
+  return {
+    onCall(method: string, durationSeconds: number, code: status): void {
+      for (const observer of present) observer.onCall(method, durationSeconds, code);
+    },
+  };
+}

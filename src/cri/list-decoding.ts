@@ -4,9 +4,9 @@ import { deepFreeze } from '../deep-freeze.js';
 import { listField } from './list-encoding.js';
 
 /**
- * Client side of the big lists: decoding 10,000 containers with protobufjs (`decode`, then
- * `toObject` with int64 as strings and defaults) takes 40–70 ms, most of a ListContainers call
- * once the server encodes from cache. A repeated message field is a run of
+ * Client side of the big lists: decoding thousands of containers with protobufjs (`decode`, then
+ * `toObject` with int64 as strings and defaults) is most of a ListContainers call once the server
+ * encodes from cache (bench/README.md). A repeated message field is a run of
  * `tag, length, element bytes`; an element's decoded object depends on its bytes only. So the
  * client keeps, per method, the elements of the last response with their exact bytes and decodes
  * only the elements it has not seen.

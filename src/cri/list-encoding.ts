@@ -4,8 +4,9 @@ import type { RuntimeServiceDefinition } from '../generated/runtime/v1/RuntimeSe
 /**
  * Fast encoding of the big list responses (ListContainers, ListPodSandbox).
  *
- * Encoding 10,000 containers with protobufjs takes ~200 ms (`fromObject`, int64 strings through
- * `Long.fromString`, `encode`), the runtime's own work ~20 ms. Both responses have a single
+ * Encoding thousands of containers with protobufjs (`fromObject`, int64 strings through
+ * `Long.fromString`, `encode`) costs several times the runtime's own work for the list
+ * (bench/README.md). Both responses have a single
  * field, `repeated <Message> = 1`, and the protobuf encoding of a repeated message field is the
  * concatenation of its elements' encodings (tag, length, bytes). So each element is encoded once
  * on its own, as the response `{field: [element]}` through the method's own serializer, the bytes
@@ -82,9 +83,9 @@ export function withCachedElementEncoding<Req, Res, ReqOut, ResOut>(
     return bytes;
   };
   // The last response built: a list of the same elements (a node relisting an unchanged set) is
-  // sent from these bytes as they are. Building 10,000 containers anew costs a fresh 6 MB buffer
-  // and 10,000 small copies (2-9 ms, most of it faulting in new pages); comparing is ~20 µs,
-  // nothing when the runtime hands out the same array again. grpc-js copies the returned buffer
+  // sent from these bytes as they are. Building it anew costs a fresh buffer of megabytes and a
+  // small copy per element (most of it faulting in new pages); comparing the elements is far
+  // cheaper, and nothing when the runtime hands out the same array again. grpc-js copies the returned buffer
   // into its frame and never writes to it, so handing it out twice is safe. A response over
   // `maxKeptBytes` (the server's send limit: it fails to send anyway) is not kept.
   let last: { elements: readonly object[]; bytes: Buffer } | undefined;

@@ -108,9 +108,9 @@ export function createCriClient(endpoint: string, options: CriClientOptions = {}
   const channelOptions: grpc.ChannelOptions = {
     'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
-    // HTTP/2's default receive window is 64 KiB: a large list response (6.3 MB for 10,000
+    // HTTP/2's default receive window is 64 KiB: a large list response (megabytes for 10,000
     // containers) would arrive in window-sized steps, each waiting for a WINDOW_UPDATE round trip
-    // to the server (measured: ListContainers p50 47 -> 29 ms at 10,000). grpc-go clients grow
+    // to the server (bench/README.md, "Tuning tricks"). grpc-go clients grow
     // their window towards 16 MiB (BDP estimation); ours starts there, so one maximal message
     // flows without a stall.
     'grpc-node.flow_control_window': CRI_MAX_MESSAGE_BYTES,

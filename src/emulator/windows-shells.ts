@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { merged } from '../merged.js';
+import { merged } from '../tuning/merged.js';
 import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 import { MAX_LOOP_ITERATIONS } from './shell/index.js';
 import { takeContainerStdin } from './container-stdin.js';

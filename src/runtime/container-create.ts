@@ -2,7 +2,7 @@ import { isAbsolute, join } from 'node:path';
 import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
 import type { CreateContainerRequest__Output } from '../generated/runtime/v1/CreateContainerRequest.js';
 import type { CreateContainerResponse } from '../generated/runtime/v1/CreateContainerResponse.js';
-import { merged } from '../merged.js';
+import { merged } from '../tuning/merged.js';
 import { CleanupStack } from './cleanup.js';
 import { RuntimeError } from './errors.js';
 import { ContainerEventType, publishEvent } from './events.js';

@@ -1,4 +1,4 @@
-import { merged } from '../merged.js';
+import { merged } from '../tuning/merged.js';
 import type { ExecutionTarget } from '../emulator/command-registry.js';
 import type { ContainerFiles } from '../emulator/container-files.js';
 import { CONTAINER_STDIN_KEY, type ContainerStdin } from '../emulator/container-stdin.js';

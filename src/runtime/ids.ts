@@ -3,10 +3,9 @@ import { randomFillSync } from 'node:crypto';
 const POOL_BYTES = 4096;
 
 /**
- * Random bytes drawn from the CSPRNG 4 KiB at a time, each byte handed out once. One
- * `randomBytes` call per id cost 20–30 µs here (OpenSSL's generator behind a lock, with a fork
- * check), three times a GMSA pod, on the event loop; a slice of the pool costs well under 1 µs.
- * One per runtime: its pool is the runtime's own.
+ * Random bytes drawn from the CSPRNG 4 KiB at a time, each byte handed out once: a `randomBytes`
+ * call per id goes through OpenSSL's generator behind a lock, with a fork check, on the event
+ * loop, three times a GMSA pod. One per runtime: its pool is the runtime's own.
  */
 export class RandomSource {
   private readonly pool = Buffer.allocUnsafeSlow(POOL_BYTES);

@@ -1,6 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
-import { CallLoad } from './call-load.js';
+import { MEASURED_TUNING, tuningParts, type RuntimeTuning } from '../tuning/runtime-tuning.js';
 import { join, resolve } from 'node:path';
+import type { ContainerConfig__Output } from '../generated/runtime/v1/ContainerConfig.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import { silentLogger, type Logger } from '../log.js';
 import { systemClock, type Clock } from './clock.js';
@@ -28,8 +29,7 @@ import { CallConditions, type CallConditionsOptions } from './call-conditions/ca
 import { withNodeFileTiming } from './call-conditions/node-file-timing.js';
 import { normaliseImageReference } from './images/reference.js';
 import type { RuntimeContext, RuntimeSettings } from './runtime-context.js';
-import { ContainerStore } from './store/container-store.js';
-import { Interner } from './store/intern.js';
+import { ContainerStore, RECORD_CONFIG_FIELDS } from './store/container-store.js';
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
@@ -99,6 +99,8 @@ export interface NodeRuntimeOptions {
   durable?: boolean;
   /** With `durable`: the node restarted; reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
   simulateReboot?: boolean;
+  /** The process tricks (src/tuning): default the measured ones. */
+  tuning?: RuntimeTuning;
 }
 
 /**
@@ -182,12 +184,12 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     // Leftover credential specs of an earlier instance are swept before anything serves.
     // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
     // would print the key twice.
-    const load = new CallLoad();
+    const tuning = tuningParts<ContainerConfig__Output, (typeof RECORD_CONFIG_FIELDS)[number]>(options.tuning ?? MEASURED_TUNING, RECORD_CONFIG_FIELDS);
+    const load = tuning.fileCalls;
     const random = new RandomSource();
     const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
     // Chosen once: the handlers see only this (ctx.flavor), with the Windows path it stages through.
     const flavor = openRuntimeFlavor(flavorChoice, windows);
-    const interner = new Interner();
     let streaming: StreamingServer;
     try {
       streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
@@ -200,8 +202,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       settings,
       logger,
       clock: options.clock ?? systemClock,
-      sandboxes: new SandboxStore(interner),
-      containers: new ContainerStore(interner, containerSpecsFor(flavor)),
+      sandboxes: new SandboxStore(tuning.strings),
+      containers: new ContainerStore(containerSpecsFor(flavor), tuning.strings, tuning.containerConfigs),
       images: new ImageStore(),
       registry: imageWorld,
       commands,

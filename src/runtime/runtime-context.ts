@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { CallLoad } from './call-load.js';
+import type { FileCalls } from '../tuning/file-calls.js';
 import type { Clock } from './clock.js';
 import type { ContainerEventResponse } from '../generated/runtime/v1/ContainerEventResponse.js';
 import type { RuntimeFlavor } from './flavors/flavor.js';
@@ -73,8 +73,8 @@ export interface RuntimeContext {
    * when the runtime opens: its spec options, credential spec hand-off and texts (flavors/).
    */
   readonly flavor: RuntimeFlavor;
-  /** The calls in flight (a lone call's file operations run inline), and the tidy-up after replies. */
-  readonly load: CallLoad;
+  /** The runtime's file-call policy (it counts the calls in flight), and the tidy-up after replies. */
+  readonly load: FileCalls;
   /** Random ids (sandboxes, containers, credential spec names). */
   readonly random: RandomSource;
   /** The containers' CRI log files: the open descriptors and the records' timestamps. */

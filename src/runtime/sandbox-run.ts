@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { merged } from '../merged.js';
+import { merged } from '../tuning/merged.js';
 import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
 import type { RunPodSandboxResponse } from '../generated/runtime/v1/RunPodSandboxResponse.js';
 import { CleanupStack } from './cleanup.js';

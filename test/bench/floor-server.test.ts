@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { startFloorServer, type FloorServer } from '../../bench/floor-server.js';
 import { parseStatTicks, parseVmRssKiB, readRssKiB, readThreadCpu, startRuntime } from '../../bench/runtime-process.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/tuning/node-flags.js';
 import { cliPath, repoRoot } from '../support/paths.js';
 import { programFlagsOf } from '../support/process.js';
 

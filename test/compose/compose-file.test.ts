@@ -4,7 +4,9 @@
 // also run on a broken copy, so a check that cannot fail would show.
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { join } from 'node:path';
+import { nodeFlagsShebang } from '../../src/tuning/node-flags.js';
+import { repoRoot } from '../support/paths.js';
 import {
   composeFilePath,
   composeProblems,
@@ -113,9 +115,10 @@ describe('docker-compose.yml', function () {
 });
 
 describe('Dockerfile', function () {
-  it('ends the app stage with ENTRYPOINT node <the command\'s flags> dist/src/cli.js in /app', function () {
+  it('ends the app stage with ENTRYPOINT dist/src/cli.js in /app: its #! line carries the node flags', function () {
     const app = dockerfileStage('app');
-    expect(app.entrypoint).to.deep.equal(['node', ...NODE_FLAGS, 'dist/src/cli.js']);
+    expect(app.entrypoint).to.deep.equal(['dist/src/cli.js']);
+    expect(readFileSync(join(repoRoot, 'dist', 'src', 'cli.js'), 'utf8').split('\n', 1)[0]).to.equal(nodeFlagsShebang());
     expect(app.workdir).to.equal('/app');
   });
 
@@ -136,7 +139,7 @@ describe('Dockerfile', function () {
 
   it('gives every service an argv: image entrypoint + compose command', function () {
     const file = loadComposeFile();
-    expect(serviceArgv(file, 'runtime').argv.slice(0, NODE_FLAGS.length + 4)).to.deep.equal(['node', ...NODE_FLAGS, 'dist/src/cli.js', 'runtime', '--listen']);
+    expect(serviceArgv(file, 'runtime').argv.slice(0, 3)).to.deep.equal(['dist/src/cli.js', 'runtime', '--listen']);
     expect(serviceArgv(file, 'crictl').argv[0]).to.equal('crictl');
     expect(serviceArgv(file, 'tests').argv.slice(0, 2)).to.deep.equal(['node', 'dist/test/compose/critest-service.js']);
   });

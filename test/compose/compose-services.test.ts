@@ -167,7 +167,7 @@ describe('compose services as local processes', function () {
     expect(basename(socketPath)).to.equal('cri.sock');
 
     // The runtime's own endpoint and state dir are the only things replaced; startRuntime
-    // supplies temporary ones. The entrypoint (node, its flags, dist/src/cli.js) runs from the
+    // supplies temporary ones. The entrypoint (dist/src/cli.js, node and its flags on its #! line) runs from the
     // repository.
     const runtimeIndex = argv.indexOf('runtime');
     expect(runtimeIndex, 'the runtime subcommand in the argv').to.be.greaterThan(0);

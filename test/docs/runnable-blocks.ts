@@ -18,7 +18,7 @@ import { chmodSync, cpSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writ
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/tuning/node-flags.js';
 import { cliPath, repoRoot, toolsBinDir } from '../support/paths.js';
 
 export type Need = 'needs-runtime' | 'needs-crictl';

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/tuning/node-flags.js';
 import { READY_TEXT } from '../support/runtime.js';
 import { testPodCidr } from '../support/pod-cidr.js';
 import { prng } from '../support/seeded-random.js';

@@ -14,7 +14,7 @@ import { runCrictl } from '../support/crictl.js';
 import { cliPath, repoRoot, requireCriTool } from '../support/paths.js';
 import { runProcess } from '../support/process.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
+import { NODE_FLAGS } from '../../src/tuning/node-flags.js';
 
 const FAULT_TEXT = 'fault injected by cri-winsim (--inject-fault RunPodSandbox=Unavailable): RunPodSandbox failed before doing anything';
 

@@ -6,11 +6,12 @@ import { repoRoot } from '../support/paths.js';
 /**
  * The runtime's modules import one another without circles, type imports included: a file can be
  * read, tested and moved knowing only what is below it. The emulator is checked with it (the
- * runtime imports it, and it takes types from the runtime). Static `import`/`export … from` of
- * relative paths; the generated proto types import nothing of ours and are left out.
+ * runtime imports it, and it takes types from the runtime), and so is src/tuning. Static
+ * `import`/`export … from` of relative paths; the generated proto types import nothing of ours
+ * and are left out.
  */
 const SOURCE = join(repoRoot, 'src');
-const CHECKED = ['runtime', 'emulator'].map((d) => join(SOURCE, d));
+const CHECKED = ['runtime', 'emulator', 'tuning'].map((d) => join(SOURCE, d));
 const IMPORT = /^(?:import|export)\s[^;]*?\sfrom\s+'(\.[^']+)'/gms;
 
 function sourceFiles(directory: string): string[] {

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { merged } from '../../merged.js';
+import { merged } from '../../tuning/merged.js';
 import { containerPath, writeRefused } from '../container-files.js';
 import { abortError } from '../process-signal.js';
 import { COMMAND_NOT_FOUND, WaitForSignal, type CommandContext, type CommandIo, type CommandRegistry } from '../command-registry.js';

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { TidyUp } from '../../tidy-up.js';
-import type { CallLoad } from '../call-load.js';
+import type { FileCalls } from '../../tuning/file-calls.js';
 import { Rfc3339NanoFormatter, type Clock } from '../clock.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -125,7 +125,7 @@ export class LogFileHandles {
   /**
    * Appends data now, with the synchronous system calls, through the key's file, opening `path`
    * (and keeping it open among the others) if it is not open. For a small write of a lone call
-   * (CallLoad); like `with`, never for a key that has an operation in flight.
+   * (FileCalls.inline); like `with`, never for a key that has an operation in flight.
    */
   writeInline(key: object, path: string, data: string): void {
     let file = this.files.get(key);
@@ -154,7 +154,7 @@ export class LogFileHandles {
   /**
    * Opens the file for appending with the synchronous call, creating it if it is missing (its
    * directory too, when that is missing), and returns the descriptor, which the caller closes. For
-   * a lone call (CallLoad).
+   * a call the file-call policy lets run inline (FileCalls.inline).
    */
   createInline(path: string): number {
     try {
@@ -222,7 +222,7 @@ const SETTLED: Promise<void> = Promise.resolve();
  * runtime's open log files (LogFileHandles) until `close`, or `reopen` opens the path again
  * (ReopenContainerLog), as containerd keeps it: after the kubelet renamed the file, output goes
  * to the renamed file until ReopenContainerLog. A small batch while at most one runtime call is
- * in flight is written with the synchronous calls (see CallLoad); the others go through the
+ * in flight is written with the synchronous calls (see FileCalls.inline); the others go through the
  * thread pool.
  *
  * One difference remains, for a container whose file the bound on open files closed meanwhile:
@@ -251,12 +251,12 @@ export class CriLogWriter {
     private readonly files: LogFileHandles,
     private readonly clock: Clock,
     private readonly onError: (err: Error, path: string) => void,
-    private readonly load: CallLoad | undefined,
+    private readonly load: FileCalls | undefined,
   ) {}
 
   /**
    * Creates the log file (and its directory) for appending; it exists when this resolves. For a
-   * lone call (`load`, see CallLoad) the file is created inline and its descriptor kept until
+   * lone call (`load`, see FileCalls.inline) the file is created inline and its descriptor kept until
    * `settleStart` (or `close`).
    */
   static async open(
@@ -264,10 +264,10 @@ export class CriLogWriter {
     clock: Clock,
     onError: (err: Error, path: string) => void = () => undefined,
     files: LogFileHandles = new LogFileHandles(),
-    load?: CallLoad,
+    load?: FileCalls,
   ): Promise<CriLogWriter> {
     const writer = new CriLogWriter(path, files, clock, onError, load);
-    if (load?.alone === true) {
+    if (load?.inline === true) {
       writer.startFd = files.createInline(path);
       return writer;
     }
@@ -426,10 +426,10 @@ export class CriLogWriter {
     this.queued++;
     this.chain = this.chain.then(async () => {
       try {
-        // A small batch while at most one call is in flight is written at once (see CallLoad):
+        // A small batch while at most one call is in flight is written at once (FileCalls.inline):
         // StopContainer waits for the last output to be written before the container is EXITED.
         if (this.startFd !== undefined) writeSync(this.startFd, data);
-        else if (this.load?.alone === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
+        else if (this.load?.inline === true && data.length <= INLINE_WRITE_MAX) this.files.writeInline(this, this.path, data);
         else await this.files.write(this, this.path, data);
         this.written += Buffer.byteLength(data);
       } catch (err) {

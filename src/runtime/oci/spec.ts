@@ -3,7 +3,7 @@
  * containerd's CRI plugin does (oci.WithProcessArgs, WithEnv, WithUser, …). Each option does one
  * thing and can be tested alone; platform code adds its own (WithWindowsCredentialSpec …).
  */
-import { copied, merged } from '../../merged.js';
+import { copied, merged } from '../../tuning/merged.js';
 
 export interface OciUser {
   uid?: number;

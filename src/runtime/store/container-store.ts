@@ -10,8 +10,9 @@ import type { OciSeccomp, OciSpec } from '../oci/spec.js';
 import { ContainerFiles } from '../../emulator/container-files.js';
 import { ProcessTable } from '../../emulator/process-table.js';
 import type { ExitObserver, ProcessExit, SimulatedProcess } from '../../emulator/simulated-process.js';
-import type { Interner } from './intern.js';
-import { BoundedCache } from './bounded-cache.js';
+import { plainCodec, type KeptCodec, type Kept } from '../../tuning/config-codec.js';
+import { UNSHARED_STRINGS, type StringTable } from '../../tuning/intern.js';
+import { BoundedCache } from '../../bounded-cache.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 import type { SandboxRecord } from './sandbox-store.js';
 import type { CredentialSpecDocument } from '../windows/credential-spec.js';
@@ -122,7 +123,7 @@ export interface ContainerRecordInit {
  * decided, never changed), the inputs that StartContainer and UpdateContainerResources change
  * (through the store, which keeps the OCI spec in step), and its status, which changes through
  * `updateStatus` only. The full CRI config and the OCI spec are the store's (`configOf`,
- * `specOf`): kept encoded, so tens of thousands of idle containers do not each hold both.
+ * `specOf`): the spec is composed from the config when asked for.
  */
 export class ContainerRecord {
   readonly id: string;
@@ -209,19 +210,10 @@ export interface ContainerSpecs {
   podFiles(sandbox: SandboxRecord): ReadonlyMap<string, string>;
 }
 
-/**
- * A container's config as the store keeps it: the config's keys (one frozen list shared by every
- * config with the same keys, so the decoded config has the request's key order) and their values
- * as a JSON array, null for the fields the record has of its own (labels, annotations, metadata,
- * image). A few hundred bytes of one string instead of a few kilobytes of objects per container.
- */
-interface EncodedConfig {
-  readonly keys: readonly string[];
-  readonly values: string;
-}
-
-/** Config fields the record keeps as fields of its own, left out of the encoded values. */
-const KEPT_CONFIG_FIELDS: ReadonlySet<string> = new Set(['labels', 'annotations', 'metadata', 'image']);
+/** Config fields the record keeps as fields of its own. */
+export const RECORD_CONFIG_FIELDS = ['labels', 'annotations', 'metadata', 'image'] as const;
+/** How the store keeps a container's config (KeptCodec): the record's own fields come from the record. */
+export type ContainerConfigCodec = KeptCodec<ContainerConfig__Output, (typeof RECORD_CONFIG_FIELDS)[number]>;
 /** How many containers keep their decoded config and composed spec (the latest; a removed one at once). */
 const DERIVED_CACHE_SIZE = 256;
 
@@ -250,17 +242,16 @@ export { ProcessTable };
 
 /**
  * Containers, by id, id prefix, state, labels and pod sandbox; names reserved until removal.
- * The list view is the CRI `Container` message. Behind this seam: the shared copies of repeated
- * strings (Interner), the encoded configs, and the decoded configs and composed specs of the
- * latest containers.
+ * The list view is the CRI `Container` message. The configs are kept by the codec the store is
+ * given (`configCodec`), their strings through its string table; the configs read back and the
+ * specs composed for the latest containers are kept at hand.
  */
 export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRecord, Container> {
   readonly names = new NameRegistry('container');
-  private readonly encoded = new Map<string, EncodedConfig>();
+  private readonly kept = new Map<string, Kept<ContainerConfig__Output>>();
   private readonly configs = new BoundedCache<ContainerRecord, ContainerConfig__Output>(DERIVED_CACHE_SIZE);
   private readonly specs = new BoundedCache<ContainerRecord, OciSpec>(DERIVED_CACHE_SIZE);
-  /** Key lists and image specs shared between containers (bounded; the oldest go first). */
-  private readonly keyLists = new BoundedCache<string, readonly string[]>(64);
+  /** Image specs shared between containers (bounded; the oldest go first). */
   private readonly imageSpecs = new BoundedCache<string, ImageSpec__Output>(1024);
   /** The pod's files, built once per sandbox on first use and shared by its containers. */
   private readonly podFileMaps = new WeakMap<SandboxRecord, ReadonlyMap<string, string>>();
@@ -271,8 +262,9 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
   };
 
   constructor(
-    private readonly interner: Interner,
     private readonly containerSpecs: ContainerSpecs,
+    private readonly strings: StringTable = UNSHARED_STRINGS,
+    private readonly configCodec: ContainerConfigCodec = plainCodec(),
   ) {
     super('container', TRANSITIONS, containerStateName, (record) => record.sandboxId);
   }
@@ -283,15 +275,15 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
    */
   newRecord(init: Omit<ContainerRecordInit, 'metadata' | 'imageSpec' | 'labels' | 'annotations'>, config: ContainerConfig__Output): ContainerRecord {
     const { metadata } = config;
-    if (metadata !== null) metadata.name = this.interner.intern(metadata.name);
+    if (metadata !== null) metadata.name = this.strings.intern(metadata.name);
     return new ContainerRecord({
       ...init,
       metadata,
       imageSpec: this.sharedImageSpec(config.image),
-      labels: this.interner.values(config.labels, init.sandbox.labels),
-      annotations: this.interner.values(config.annotations),
-      imageName: this.interner.intern(init.imageName),
-      args: init.args.map((arg) => this.interner.intern(arg)),
+      labels: this.strings.values(config.labels, init.sandbox.labels),
+      annotations: this.strings.values(config.annotations),
+      imageName: this.strings.intern(init.imageName),
+      args: init.args.map((arg) => this.strings.intern(arg)),
     });
   }
 
@@ -302,12 +294,7 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
   override add(record: ContainerRecord, config?: ContainerConfig__Output, spec?: OciSpec): void {
     if (config === undefined) throw new Error(`container ${record.id}: a container is stored with its config`);
     super.add(record);
-    // The config's values in key order, null for the fields the record keeps.
-    const keys = Object.keys(config).filter((k) => config[k as keyof ContainerConfig__Output] !== undefined);
-    this.encoded.set(record.id, {
-      keys: this.keyLists.get(keys.join(','), () => Object.freeze(keys)),
-      values: JSON.stringify(keys.map((k) => (KEPT_CONFIG_FIELDS.has(k) ? null : config[k as keyof ContainerConfig__Output]))),
-    });
+    this.kept.set(record.id, this.configCodec.keep(config));
     this.configs.set(record, config);
     if (spec !== undefined) this.specs.set(record, spec);
   }
@@ -315,7 +302,7 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
   override delete(id: string): ContainerRecord | undefined {
     const record = super.delete(id);
     if (record === undefined) return undefined;
-    this.encoded.delete(id);
+    this.kept.delete(id);
     this.configs.delete(record);
     this.specs.delete(record);
     return record;
@@ -361,18 +348,9 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
   }
 
   private readonly decodeConfig = (record: ContainerRecord): ContainerConfig__Output => {
-    const encoded = this.encoded.get(record.id);
-    if (encoded === undefined) throw new Error(`container ${record.id} is not in the store`);
-    const values = JSON.parse(encoded.values) as unknown[];
-    const config: Record<string, unknown> = {};
-    encoded.keys.forEach((key, i) => {
-      config[key] = values[i];
-    });
-    config['labels'] = record.labels;
-    config['annotations'] = record.annotations;
-    config['metadata'] = record.metadata;
-    config['image'] = record.imageSpec;
-    return config as unknown as ContainerConfig__Output;
+    const kept = this.kept.get(record.id);
+    if (kept === undefined) throw new Error(`container ${record.id} is not in the store`);
+    return this.configCodec.read(kept, { labels: record.labels, annotations: record.annotations, metadata: record.metadata, image: record.imageSpec });
   };
 
   private readonly composeSpec = (record: ContainerRecord): OciSpec => this.containerSpecs.compose(record, this.configOf(record));

@@ -2,7 +2,7 @@ import type { PodSandbox } from '../../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxConfig__Output } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import type { OciSpec } from '../oci/spec.js';
 import type { ProcessTable } from '../../emulator/process-table.js';
-import { Interner } from './intern.js';
+import { UNSHARED_STRINGS, type StringTable } from '../../tuning/intern.js';
 import { NameRegistry, RecordStore } from './record-store.js';
 
 /** runtime.v1.PodSandboxState */
@@ -51,18 +51,18 @@ export const sandboxStateName = (state: number): string => (state === SandboxSta
 /**
  * Pod sandboxes, by id, id prefix, state and labels; names reserved until removal.
  * The list view is the CRI `PodSandbox` message. A record's label and annotation values become
- * the runtime's shared copies (Interner) as it is stored.
+ * strings of the store's string table as it is stored.
  */
 export class SandboxStore extends RecordStore<SandboxStatusData, SandboxRecord, PodSandbox> {
   readonly names = new NameRegistry('pod sandbox');
 
-  constructor(private readonly interner: Interner = new Interner()) {
+  constructor(private readonly strings: StringTable = UNSHARED_STRINGS) {
     super('pod sandbox', TRANSITIONS, sandboxStateName);
   }
 
   override add(record: SandboxRecord): void {
-    this.interner.values(record.labels);
-    this.interner.values(record.annotations);
+    this.strings.values(record.labels);
+    this.strings.values(record.annotations);
     super.add(record);
   }
 }

@@ -1,5 +1,5 @@
 import { deepFreeze } from '../../deep-freeze.js';
-import { merged } from '../../merged.js';
+import { merged } from '../../tuning/merged.js';
 import { RuntimeError, type RuntimeErrorCode } from '../errors.js';
 import { credentialSpecAccount, type CredentialSpecDocument } from './credential-spec.js';
 import type { DomainSpec, NodeDirectory } from './node-directory.js';

@@ -3,10 +3,9 @@ import { chmod, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
-import { CallLoad } from '../call-load.js';
+import { FileCallPolicy, SPARE_FILES_DIRECTORY, type FileCalls, type ShortLivedFiles } from '../../tuning/file-calls.js';
 import { RuntimeError } from '../errors.js';
 import { RandomSource } from '../ids.js';
-import { RecycledFiles, SPARE_FILES_DIRECTORY } from '../recycled-files.js';
 import { SimulatedRegistry } from './simulated-registry.js';
 
 /** Where cri-dockerd (and dockershim before it) put credential specs (REFERENCE §7). */
@@ -19,8 +18,11 @@ export const CREDENTIAL_SPEC_NAME_PREFIX = 'k8s-cred-spec-';
 /** Directory under the state dir that `file://` credential specs are relative to, like moby's `<root>\CredentialSpecs`. */
 export const CREDENTIAL_SPEC_DIRECTORY = 'CredentialSpecs';
 
-/** Where removed credential spec files wait, emptied, for reuse (RecycledFiles), under the state dir. */
-export const RECYCLED_CREDENTIAL_SPEC_DIRECTORY = join(SPARE_FILES_DIRECTORY, 'credential-specs');
+/** The name of the credential spec files' spare directory, for a file-call policy that keeps spares. */
+const CREDENTIAL_SPEC_SPARES = 'credential-specs';
+
+/** Where a file-call policy that keeps spare files keeps the credential specs' (under the state dir). */
+export const RECYCLED_CREDENTIAL_SPEC_DIRECTORY = join(SPARE_FILES_DIRECTORY, CREDENTIAL_SPEC_SPARES);
 
 /** The staged file's mode: the spec never exists with wider permissions (the umask can only narrow it). */
 const CREDENTIAL_SPEC_FILE_MODE = 0o600;
@@ -107,8 +109,8 @@ export class CredentialSpecHandoff {
     registry: SimulatedRegistry,
     logger: Logger,
     observer: CredentialSpecHandoffObserver,
-    private readonly files: RecycledFiles,
-    private readonly load: CallLoad,
+    private readonly files: ShortLivedFiles,
+    private readonly load: FileCalls,
     private readonly random: RandomSource,
   ) {
     this.transport = transport;
@@ -124,7 +126,7 @@ export class CredentialSpecHandoff {
     transport: CredentialSpecTransportKind = 'file',
     logger: Logger = silentLogger(),
     observer: CredentialSpecHandoffObserver = {},
-    load: CallLoad = new CallLoad(),
+    load: FileCalls = new FileCallPolicy(),
     random: RandomSource = new RandomSource(),
   ): Promise<CredentialSpecHandoff> {
     const directory = join(stateDir, CREDENTIAL_SPEC_DIRECTORY);
@@ -132,7 +134,7 @@ export class CredentialSpecHandoff {
     // mkdir's mode is filtered by the umask and ignored for an existing directory.
     await chmod(directory, 0o700);
     const registry = await SimulatedRegistry.open(stateDir);
-    const files = await RecycledFiles.open(join(stateDir, RECYCLED_CREDENTIAL_SPEC_DIRECTORY), CREDENTIAL_SPEC_FILE_MODE, load);
+    const files = await load.shortLivedFiles(stateDir, CREDENTIAL_SPEC_SPARES, CREDENTIAL_SPEC_FILE_MODE);
     return new CredentialSpecHandoff(transport, directory, registry, logger, observer, files, load, random);
   }
 
@@ -162,14 +164,12 @@ export class CredentialSpecHandoff {
     // also fsynced; together that was most of the GMSA penalty per container start. None of it
     // buys anything here: the directory is ours, created 0700 once in `open`; the 80-hex random
     // name cannot collide; and the create refuses any existing file (O_EXCL, or link(2) for a
-    // recycled inode). The file lives only from CreateContainer to StartContainer and the start-up
+    // reused inode). The file lives only from CreateContainer to StartContainer and the start-up
     // sweep removes whatever a crash leaves, so durability (fsync) is not wanted. Mode 0600 at
     // creation, so the file never exists with wider permissions (the umask can only narrow it).
-    // The file takes the emptied inode of an earlier, removed spec when there is one
-    // (RecycledFiles); otherwise only the open may go to the thread pool (when other calls are in
-    // flight; see CallLoad): creating an inode may wait on the disk. Writing a few hundred bytes
-    // into the page cache is a memory operation of microseconds, cheaper than the pool round trip
-    // it would otherwise take; the close is tidy-up after the reply (TidyUp.closeLater).
+    // The runtime's file-call policy creates and removes it (ShortLivedFiles); writing a few
+    // hundred bytes into the page cache is a memory operation, done inline; the close is tidy-up
+    // after the reply (TidyUp.closeLater).
     const fd = await this.files.create(path);
     try {
       try {

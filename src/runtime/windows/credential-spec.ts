@@ -1,7 +1,7 @@
 import credentialSpecSchema from '../../../schemas/credential-spec.schema.json' with { type: 'json' };
 import { deepFreeze } from '../../deep-freeze.js';
 import { RuntimeError } from '../errors.js';
-import { BoundedCache } from '../store/bounded-cache.js';
+import { BoundedCache } from '../../bounded-cache.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 
 /** The credential spec document (REFERENCE §8, as New-CredentialSpec writes it). No secrets. */
@@ -56,9 +56,8 @@ export function parseCredentialSpec(text: string): CredentialSpecDocument {
 /**
  * How many accepted credential spec texts are kept with their documents. A node runs the pods of
  * a few gMSAs: each container's start reads back one of a handful of texts, and a pod's spec is
- * the same at every restart. Parsing and validating one (~600 bytes) cost ~20 µs of each gMSA
- * container's start; looking it up by its text costs a hash and a comparison. At most 32 texts of
- * up to 64 KiB each.
+ * the same at every restart. Looking one up by its text costs a hash and a comparison instead of
+ * parsing and validating it again. At most 32 texts of up to 64 KiB each.
  */
 const VALIDATED_TEXTS = 32;
 

@@ -54,8 +54,8 @@ const READ_BUFFER_BYTES = 16 * 1024;
 
 /**
  * Reads small files: open and one read into a buffer of its own, the close left to tidy-up.
- * readFileSync reads until a read returns nothing and closes at once, two more system calls, and
- * each one costs 5-10 µs on a loaded small machine. A file that fills the buffer is read again
+ * readFileSync reads until a read returns nothing and closes at once: two more system calls on
+ * the call's clock. A file that fills the buffer is read again
  * whole. One per runtime (its buffer and tidy-up queue are the runtime's).
  */
 export class SmallFileReader {

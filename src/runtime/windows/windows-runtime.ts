@@ -1,10 +1,10 @@
 import type { Logger } from '../../log.js';
 import { silentLogger } from '../../log.js';
-import { CallLoad } from '../call-load.js';
+import { FileCallPolicy, type FileCalls } from '../../tuning/file-calls.js';
 import { withContext } from '../errors.js';
 import { RandomSource } from '../ids.js';
 import type { CommandRegistry } from '../../emulator/command-registry.js';
-import { BoundedCache } from '../store/bounded-cache.js';
+import { BoundedCache } from '../../bounded-cache.js';
 import type { FlavorChoice } from '../flavors/flavor.js';
 import { DEFAULT_AD_MODE, parseAdMode } from './ad-mode.js';
 import { AccessChecks, type ContainerIdentity, type IdentityMode } from './container-identity.js';
@@ -125,7 +125,7 @@ export class WindowsRuntime {
     readonly handoff: CredentialSpecHandoff,
     private readonly faults: WindowsFaultInjection | undefined,
     private readonly logger: Logger,
-    load: CallLoad,
+    load: FileCalls,
   ) {
     this.fileReader = new SmallFileReader(load.tidyUp);
     this.accessChecks = new AccessChecks(node);
@@ -151,7 +151,7 @@ export class WindowsRuntime {
     stateDir: string,
     commands: CommandRegistry,
     logger: Logger = silentLogger(),
-    load: CallLoad = new CallLoad(),
+    load: FileCalls = new FileCallPolicy(),
     random: RandomSource = new RandomSource(),
     /** False for a durable runtime: it sweeps once its records are reloaded (`handoff.sweep(keep)`). */
     sweepAtOpen = true,

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { combineObservers, IdleCollector } from '../../src/cri/idle-collector.js';
+import { combineObservers } from '../../src/cri/call.js';
+import { IdleCollector } from '../../src/tuning/idle-collector.js';
 
 const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

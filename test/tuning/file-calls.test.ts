@@ -3,21 +3,21 @@ import { closeSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CallLoad } from '../../src/runtime/call-load.js';
+import { FileCallPolicy, PLAIN_FILE_CALLS } from '../../src/tuning/file-calls.js';
 import { systemClock } from '../../src/runtime/clock.js';
 import { CriLogWriter, LogFileHandles } from '../../src/runtime/logging/cri-log-writer.js';
 import { CredentialSpecHandoff } from '../../src/runtime/windows/credential-spec-handoff.js';
 import { afterTidyUp } from '../support/tidy-up.js';
-import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox } from './helpers.js';
+import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox } from '../runtime/helpers.js';
 
 /** A load with `calls` calls in flight. */
-function loadOf(calls: number): CallLoad {
-  const load = new CallLoad();
+function loadOf(calls: number): FileCallPolicy {
+  const load = new FileCallPolicy();
   for (let i = 0; i < calls; i++) load.enter();
   return load;
 }
 
-describe('CallLoad: file operations of a lone call run inline', () => {
+describe('FileCallPolicy: file operations of a lone call run inline', () => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'winsim-load-'));
@@ -27,14 +27,30 @@ describe('CallLoad: file operations of a lone call run inline', () => {
   });
 
   it('counts the calls in flight; a call is alone while no other is', () => {
-    const load = new CallLoad();
-    expect(load.alone).to.equal(true);
+    const load = new FileCallPolicy();
+    expect(load.inline).to.equal(true);
     load.enter();
-    expect(load.alone).to.equal(true);
+    expect(load.inline).to.equal(true);
     load.enter();
-    expect([load.calls, load.alone]).to.deep.equal([2, false]);
+    expect([load.calls, load.inline]).to.deep.equal([2, false]);
     load.leave();
-    expect([load.calls, load.alone]).to.deep.equal([1, true]);
+    expect([load.calls, load.inline]).to.deep.equal([1, true]);
+  });
+
+  it('a plain policy never runs inline, and its short-lived files are created and unlinked as usual', async () => {
+    const load = new FileCallPolicy(PLAIN_FILE_CALLS);
+    expect(load.inline).to.equal(false);
+    const files = await load.shortLivedFiles(dir, 'plain', 0o600);
+    const path = join(dir, 'f.json');
+    closeSync(await files.create(path));
+    expect((await stat(path)).mode & 0o777).to.equal(0o600);
+    const again = await files.create(path).then(() => undefined, (err: unknown) => err);
+    expect(again, 'a second create of one path').to.have.property('code', 'EEXIST');
+    expect(await files.remove(path)).to.equal(true);
+    expect(existsSync(path)).to.equal(false);
+    expect(await files.remove(path)).to.equal(false);
+    await files.close();
+    expect(existsSync(join(dir, 'spare-files')), 'no spare directory').to.equal(false);
   });
 
   it('opens and unlinks inline when alone: the file is there (and gone) before the promise is awaited', async () => {

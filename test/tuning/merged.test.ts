@@ -1,7 +1,5 @@
 import { expect } from 'chai';
-import { copied, merged } from '../src/merged.js';
-import { repoRoot } from './support/paths.js';
-import { runProcess } from './support/process.js';
+import { copied, merged } from '../../src/tuning/merged.js';
 
 describe('merged and copied', () => {
   it('merges as a spread does: base first, extra wins, key order kept, inputs untouched', () => {
@@ -29,21 +27,5 @@ describe('merged and copied', () => {
     expect(out).to.not.equal(base);
     expect(Object.keys(out)).to.deep.equal(['own']);
     expect(out['inherited']).to.equal(undefined);
-  });
-
-  it('gives every result of the same shapes one shared hidden class (checked in V8 itself)', async function () {
-    this.timeout(20_000);
-    // %HaveSameMap is V8's own answer; it needs --allow-natives-syntax, so it runs in a child.
-    const script = `
-      import { copied, merged } from ${JSON.stringify(new URL('dist/src/merged.js', `file://${repoRoot}`).href)};
-      const make = (i) => ({ 'kubernetes.io/config.source': 'bench', 'io.kubernetes.pod.uid': 'u' + i });
-      const shared = (f) => { const first = f(0); for (let i = 1; i < 50; i++) if (!%HaveSameMap(first, f(i))) return false; return %HasFastProperties(first); };
-      console.log(JSON.stringify({
-        merged: shared((i) => merged(make(i), { 'io.kubernetes.cri.sandbox-id': 'id' + i })),
-        copied: shared((i) => { const c = copied(make(i)); c.uid = i; return c; }),
-      }));`;
-    const result = await runProcess(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', script], { killAfterMs: 15_000 });
-    expect(result.code, result.stderr).to.equal(0);
-    expect(JSON.parse(result.stdout)).to.deep.equal({ merged: true, copied: true });
   });
 });

@@ -4,8 +4,8 @@ import { closeSync, existsSync, statSync, writeSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CallLoad } from '../../src/runtime/call-load.js';
-import { RecycledFiles } from '../../src/runtime/recycled-files.js';
+import { FileCallPolicy } from '../../src/tuning/file-calls.js';
+import { RecycledFiles } from '../../src/tuning/recycled-files.js';
 import { afterTidyUp } from '../support/tidy-up.js';
 
 const errorCode = async (p: Promise<unknown>): Promise<string | undefined> =>
@@ -36,7 +36,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   }
 
   it('creates a 0600 file when there is no spare, and refuses an existing one (EEXIST) as O_EXCL does', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     expect((await stat(spareDir)).mode & 0o777).to.equal(0o700);
     await write(files, join(dir, 'a.json'), 'A');
     expect((await stat(join(dir, 'a.json'))).mode & 0o777).to.equal(0o600);
@@ -45,7 +45,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   });
 
   it('a removed file is gone by its name at once and emptied by tidy-up, and the next create takes its inode, empty', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     const first = join(dir, 'first.json');
     await write(files, first, 'the first spec, longer than the second');
     const inode = (await stat(first)).ino;
@@ -73,7 +73,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   });
 
   it('keeps the spare when the name is taken, and fails with EEXIST without touching the existing file', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     await write(files, join(dir, 'a.json'), 'A');
     await files.remove(join(dir, 'a.json'));
     await writeFile(join(dir, 'taken.json'), 'theirs');
@@ -85,7 +85,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   });
 
   it('answers false for a missing file and fails on a directory as unlink does, leaving it in place', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     expect(await files.remove(join(dir, 'nothing.json'))).to.equal(false);
     await mkdir(join(dir, 'busy.json', 'inside'), { recursive: true });
     expect(await errorCode(files.remove(join(dir, 'busy.json')))).to.be.oneOf(['EISDIR', 'EPERM']);
@@ -94,7 +94,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   });
 
   it('removes a symbolic link without following it, and a FIFO without waiting on it, keeping neither as a spare', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     await writeFile(join(dir, 'target.json'), 'not ours to empty');
     await symlink(join(dir, 'target.json'), join(dir, 'link.json'));
     expect(await files.remove(join(dir, 'link.json'))).to.equal(true);
@@ -110,7 +110,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   });
 
   it('unlinks what is removed beyond its capacity', async () => {
-    const files = await RecycledFiles.open(spareDir, 0o600, new CallLoad(), 2);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy(), 2);
     for (const name of ['a', 'b', 'c']) await write(files, join(dir, name), name);
     // Files still being emptied count: the third removal finds the two before it and unlinks.
     for (const name of ['a', 'b', 'c']) expect(await files.remove(join(dir, name))).to.equal(true);
@@ -123,7 +123,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
   it('empties a spare directory a crash left behind, and close unlinks every spare', async () => {
     await mkdir(spareDir, { recursive: true });
     await writeFile(join(spareDir, 'spare-7'), 'what a crashed runtime was emptying');
-    const files = await RecycledFiles.open(spareDir, 0o600);
+    const files = await RecycledFiles.open(spareDir, 0o600, new FileCallPolicy());
     expect(await readdir(spareDir)).to.deep.equal([]);
     await write(files, join(dir, 'a'), 'A');
     await write(files, join(dir, 'b'), 'B');
@@ -147,7 +147,7 @@ describe('RecycledFiles: removed files keep their inodes for the next create', (
     }
     try {
       if ((await stat(shm)).dev === (await stat(dir)).dev) this.skip();
-      const files = await RecycledFiles.open(join(shm, 'spares'), 0o600);
+      const files = await RecycledFiles.open(join(shm, 'spares'), 0o600, new FileCallPolicy());
       await write(files, join(dir, 'a'), 'A');
       expect(await files.remove(join(dir, 'a'))).to.equal(true);
       expect(files.spareCount).to.equal(0);

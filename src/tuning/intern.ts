@@ -1,6 +1,23 @@
-import { BoundedCache } from './bounded-cache.js';
+import { BoundedCache } from '../bounded-cache.js';
 
 const MAX_LENGTH = 256;
+
+/** How a store keeps the short strings of what it stores (label values, names, commands). */
+export interface StringTable {
+  /** `value`, or an equal string the table keeps already. */
+  intern(value: string): string;
+  /**
+   * Interns every value of a string map in place (labels, annotations) and returns it; a value
+   * equal to `pod`'s under the same key may take that copy.
+   */
+  values(map: Record<string, string>, pod?: Readonly<Record<string, string>>): Record<string, string>;
+}
+
+/** Every string kept as it came. */
+export const UNSHARED_STRINGS: StringTable = {
+  intern: (value) => value,
+  values: (map) => map,
+};
 
 /**
  * One copy of the short strings many records repeat: label and annotation values such as the
@@ -15,7 +32,7 @@ const MAX_LENGTH = 256;
  * One per runtime, shared by its sandbox and container stores (a container's labels repeat its
  * pod's values).
  */
-export class Interner {
+export class Interner implements StringTable {
   private readonly shared = new BoundedCache<string, string>(4096);
   private readonly seenOnce = new BoundedCache<string, string>(256);
 

@@ -7,11 +7,10 @@ import { setFlagsFromString } from 'node:v8';
  *
  * The default suits code that loops. A CRI runtime's code runs once or twice per call: with it a
  * small handler function needed thousands of pods before the optimising compiler took it, so for
- * the first 5,000–10,000 pods after start the compiler kept working on a helper thread, taking a
- * core from the event loop at random moments (on two cores, the lifecycle's concurrency-1 calls
- * over 2 ms fell from 205 to 141 of 16,000 with this budget, the floor's being 120; p50s fell
- * 0.02–0.12 ms). With an eighth of the budget the runtime reaches its steady state within a few
- * hundred pods. The same functions are optimised, only sooner.
+ * thousands of pods after start the compiler kept working on a helper thread, taking a core from
+ * the event loop at random moments. With an eighth of the budget the runtime reaches its steady
+ * state within a few hundred pods. The same functions are optimised, only sooner. The figures:
+ * bench/README.md, "Tuning tricks"; `npm run bench:v8` checks the budget's effect in V8.
  */
 export const RUNTIME_INTERRUPT_BUDGET = 8192;
 

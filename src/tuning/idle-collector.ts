@@ -1,8 +1,6 @@
-import type { status } from '@grpc/grpc-js';
 import { Session } from 'node:inspector';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from '../log.js';
-import type { CallObserver } from './call.js';
 
 /** RPCs that change what the runtime holds (and leave garbage behind); reads do not count. */
 const CHANGING_METHODS = new Set([
@@ -34,7 +32,7 @@ export const DEFAULT_IDLE_GC_SECONDS = 5;
  * for `quietMs` (reads such as the kubelet's List* polling do not count and do not delay it).
  * The timer is re-armed, not re-created, per call, and never keeps the process alive.
  */
-export class IdleCollector implements CallObserver {
+export class IdleCollector {
   private timer: NodeJS.Timeout | undefined;
   private changed = false;
   private closed = false;
@@ -101,15 +99,4 @@ export function compactingCollection(): () => Promise<void> {
         else resolve();
       });
     });
-}
-
-/** Calls every observer (metrics, idle collection) for each RPC. */
-export function combineObservers(...observers: (CallObserver | undefined)[]): CallObserver | undefined {
-  const present = observers.filter((o): o is CallObserver => o !== undefined);
-  if (present.length <= 1) return present[0];
-  return {
-    onCall(method: string, durationSeconds: number, code: status): void {
-      for (const observer of present) observer.onCall(method, durationSeconds, code);
-    },
-  };
 }

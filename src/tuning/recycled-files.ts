@@ -1,8 +1,7 @@
 import { closeSync, constants, ftruncateSync, linkSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { closeQuietly } from '../tidy-up.js';
-import { CallLoad } from './call-load.js';
+import { closeQuietly, type TidyUp } from '../tidy-up.js';
 
 /** Directory under the runtime's state dir that holds one spare directory per kind of file. */
 export const SPARE_FILES_DIRECTORY = 'spare-files';
@@ -12,6 +11,13 @@ const RECYCLE_OPEN_FLAGS = constants.O_RDWR | constants.O_NOFOLLOW | constants.O
 
 /** How many removed files are kept for reuse by default; beyond that a removal unlinks. */
 export const DEFAULT_RECYCLED_CAPACITY = 1024;
+
+/** The file calls RecycledFiles makes through its runtime's policy (FileCalls). */
+export interface SpareFileCalls {
+  readonly tidyUp: TidyUp;
+  open(path: string, flags: string, mode: number): Promise<number>;
+  unlink(path: string): Promise<void>;
+}
 
 /**
  * Short-lived files of one kind keep their inodes: a removed file is renamed into a directory of
@@ -25,11 +31,11 @@ export const DEFAULT_RECYCLED_CAPACITY = 1024;
  * allocator passes over every inode freed in the last minute or more (`recently_deleted` in
  * fs/ext4/ialloc.c, an inode-table lookup each), so each unlink made every later create on the
  * file system slower for minutes — the runtime's own log files and credential specs, and
- * everything else on the machine. On the 2-core machine a create took 0.03 ms without recent
- * unlinks and 0.3-1 ms after a few hundred; linking a spare takes 0.02 ms.
+ * everything else on the machine. Linking a spare frees and allocates no inode. The figures:
+ * bench/README.md, "Tuning tricks".
  *
  * The spare operations act on existing inodes in directories in constant use and run inline; a
- * create without a spare takes the CallLoad path (it may wait on the disk). The spare directory
+ * create without a spare goes through the file-call policy (it may wait on the disk). The spare directory
  * must be on the file system of the files it serves; where it is not (EXDEV) or hard links are not
  * supported, files are created and unlinked as usual.
  */
@@ -46,7 +52,7 @@ export class RecycledFiles {
   private constructor(
     readonly directory: string,
     private readonly mode: number,
-    private readonly load: CallLoad,
+    private readonly load: SpareFileCalls,
     readonly capacity: number,
   ) {}
 
@@ -54,7 +60,7 @@ export class RecycledFiles {
    * Creates the 0700 spare directory (or empties it: spares a crash left may still hold a file's
    * content) for files created with `mode`.
    */
-  static async open(directory: string, mode: number, load: CallLoad = new CallLoad(), capacity = DEFAULT_RECYCLED_CAPACITY): Promise<RecycledFiles> {
+  static async open(directory: string, mode: number, load: SpareFileCalls, capacity = DEFAULT_RECYCLED_CAPACITY): Promise<RecycledFiles> {
     if (!Number.isInteger(capacity) || capacity < 0) throw new Error(`recycled file capacity must be a non-negative integer, not ${capacity}`);
     await mkdir(directory, { recursive: true, mode: 0o700 });
     const leftovers = await readdir(directory);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BoundedCache } from '../../src/runtime/store/bounded-cache.js';
+import { BoundedCache } from '../src/bounded-cache.js';
 
 describe('BoundedCache', () => {
   it('computes a value once and returns the kept one afterwards', () => {
