@@ -1,5 +1,6 @@
 // The CRI transport between a kubelet and a runtime in the same process (not part of `npm test`):
-// `node dist/bench/cri-transports.js [--pods N] [--rounds R]`. One runtime, served on a socket
+// `node dist/bench/cri-transports.js [--pods N] [--rounds R] [--only grpc|inprocess]` (--only: one
+// transport, for `node --cpu-prof`). One runtime, served on a socket
 // (CriServer) and reached by two clients: the socket client (createCriClient) and the in-process
 // client (createInProcessCriClient). Each round starts N pause pods through the kubelet's pod
 // worker (runPodOnce: RunPodSandbox, image status, CreateContainer, StartContainer, …), reads them
@@ -19,7 +20,7 @@ import { deleteNodePod, listNodePods } from '../src/kubelet/node-pods.js';
 import { runPodOnce } from '../src/kubelet/pod-worker.js';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
 
-const { values } = parseArgs({ options: { pods: { type: 'string', default: '300' }, rounds: { type: 'string', default: '4' } } });
+const { values } = parseArgs({ options: { pods: { type: 'string', default: '300' }, rounds: { type: 'string', default: '4' }, only: { type: 'string' } } });
 const pods = Number(values.pods);
 const rounds = Number(values.rounds);
 
@@ -63,10 +64,11 @@ const spent: Record<string, number[]> = { grpc: [], inprocess: [] };
 const load = loadavg()[0];
 try {
   // A warm-up round each (JIT, image pull), not counted.
-  for (const name of ['grpc', 'inprocess'] as const) await cycle(clients[name], -1 - (name === 'grpc' ? 0 : 1), join(dir, 'logs'));
+  const transports = values.only === undefined ? (['grpc', 'inprocess'] as const) : ([values.only] as ('grpc' | 'inprocess')[]);
+  for (const name of transports) await cycle(clients[name], -1 - (name === 'grpc' ? 0 : 1), join(dir, 'logs'));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? (['grpc', 'inprocess'] as const) : (['inprocess', 'grpc'] as const);
-    for (const name of order) spent[name]!.push(await cpuMs(() => cycle(clients[name], round * 2 + (name === 'grpc' ? 0 : 1), join(dir, 'logs'))));
+    for (const name of order.filter((t) => transports.includes(t))) spent[name]!.push(await cpuMs(() => cycle(clients[name], round * 2 + (name === 'grpc' ? 0 : 1), join(dir, 'logs'))));
   }
 } finally {
   for (const c of Object.values(clients)) c.close();
