@@ -227,41 +227,80 @@ class InProcessEventStream extends Readable {
   }
 }
 
-/** One client per runtime (per node): its handler tables, the event streams and its list-element copies. */
+/** A service as the in-process clients serve it: its RPCs and their wire copies. */
+interface Service {
+  readonly definition: Definition;
+  readonly copies: ReadonlyMap<string, RpcCopies>;
+  /** Whether the edge's server streams (GetContainerEvents) are among its handlers. */
+  readonly streams: boolean;
+}
+
+const RUNTIME_SERVICE: Service = { definition: runtimeServiceDefinition() as unknown as Definition, copies: RUNTIME_COPIES, streams: true };
+const IMAGE_SERVICE: Service = { definition: imageServiceDefinition() as unknown as Definition, copies: IMAGE_COPIES, streams: false };
+
+/**
+ * The client class of a service: one method per RPC, named as grpc-js names them (and in
+ * lowerCamelCase, as grpc-js also does), on the prototype, made once per process; an instance
+ * holds only its transport. A process of a thousand nodes has a thousand small instances, not a
+ * thousand tables of closures.
+ */
+function serviceClientClass(service: Service): new (transport: InProcessTransport) => object {
+  class ServiceClient {
+    constructor(readonly transport: InProcessTransport) {}
+  }
+  for (const [rpc, method] of Object.entries(service.definition)) {
+    const copies = service.copies.get(rpc);
+    if (copies === undefined) throw new Error(`${rpc}: no wire copies`);
+    const call = method.responseStream
+      ? function serverStream(this: ServiceClient, request: object): InProcessEventStream {
+        return this.transport.serverStream(service, rpc, copies, request);
+      }
+      : function unary(this: ServiceClient, request: object, ...rest: unknown[]): InProcessUnaryCall {
+        return this.transport.unary(service, rpc, copies, request, rest);
+      };
+    for (const name of [rpc, rpc.charAt(0).toLowerCase() + rpc.slice(1)]) {
+      Object.defineProperty(ServiceClient.prototype, name, { value: call, writable: false, enumerable: false, configurable: false });
+    }
+  }
+  return ServiceClient;
+}
+
+const RuntimeServiceInProcess = serviceClientClass(RUNTIME_SERVICE);
+const ImageServiceInProcess = serviceClientClass(IMAGE_SERVICE);
+
+/**
+ * One per runtime (per node): the edge's handlers of the RPCs called so far, the event streams
+ * and the list-element copies. A handler is made on an RPC's first call (most nodes call a dozen
+ * of the RPCs), by the same serviceHandlers the gRPC server uses.
+ */
 class InProcessTransport {
   private closed = false;
   /** Copies of list elements by the runtime's element object (see CACHED_LISTS). */
   private readonly elementCopies = new WeakMap<object, unknown>();
-  private readonly events: ContainerEventStreams;
+  private readonly handlers = new Map<string, unknown>();
+  private events: ContainerEventStreams | undefined;
 
   constructor(
     readonly endpoint: string,
     private readonly runtime: CriBackend,
     private readonly ctx: CallContext,
-  ) {
-    this.events = new ContainerEventStreams(runtime, ctx);
-  }
-
-  /** The service's client: one method per RPC of `definition`, named as grpc-js names them. */
-  client(definition: Definition, copies: ReadonlyMap<string, RpcCopies>, streams: boolean): Record<string, unknown> {
-    const handlers = serviceHandlers(definition as unknown as grpc.ServiceDefinition, this.runtime, this.ctx, streams ? this.events.handlers() : {});
-    const methods: Record<string, unknown> = {};
-    for (const [rpc, method] of Object.entries(definition)) {
-      const rpcCopy = copies.get(rpc)!;
-      const handler = handlers[rpc] as unknown;
-      const call = method.responseStream
-        ? (request: object) => this.serverStream(handler as StreamHandler, rpcCopy, request)
-        : (request: object, ...rest: unknown[]) => this.unary(rpc, handler as UnaryHandler, rpcCopy, request, rest);
-      methods[rpc] = call;
-      // grpc-js clients also answer to the lowerCamelCase name.
-      methods[rpc.charAt(0).toLowerCase() + rpc.slice(1)] = call;
-    }
-    return methods;
-  }
+  ) {}
 
   close(): void {
     this.closed = true;
-    this.events.endAll();
+    this.events?.endAll();
+  }
+
+  /** The edge's handler of `rpc` for this runtime. */
+  private handler(service: Service, rpc: string): unknown {
+    let handler = this.handlers.get(rpc);
+    if (handler === undefined) {
+      const streams = service.streams ? (this.events ??= new ContainerEventStreams(this.runtime, this.ctx)).handlers() : {};
+      const one = { [rpc]: service.definition[rpc] } as unknown as grpc.ServiceDefinition;
+      handler = serviceHandlers(one, this.runtime, this.ctx, streams)[rpc];
+      this.handlers.set(rpc, handler);
+    }
+    return handler;
   }
 
   private checkOpen(): void {
@@ -269,9 +308,10 @@ class InProcessTransport {
     if (this.closed) throw new Error('Channel has been shut down');
   }
 
-  private unary(rpc: string, handler: UnaryHandler, copies: RpcCopies, request: object, rest: unknown[]): InProcessUnaryCall {
+  unary(service: Service, rpc: string, copies: RpcCopies, request: object, rest: unknown[]): InProcessUnaryCall {
     const { options, callback } = unaryArguments(rest);
     this.checkOpen();
+    const handler = this.handler(service, rpc) as UnaryHandler;
     const startedAt = Date.now();
     const deadline = deadlineMs(options);
     let finished = false;
@@ -342,8 +382,9 @@ class InProcessTransport {
     return copied;
   }
 
-  private serverStream(handler: StreamHandler, copies: RpcCopies, request: object): InProcessEventStream {
+  serverStream(service: Service, rpc: string, copies: RpcCopies, request: object): InProcessEventStream {
     this.checkOpen();
+    const handler = this.handler(service, rpc) as StreamHandler;
     const client = new InProcessEventStream(this.endpoint);
     let decoded: unknown;
     try {
@@ -369,8 +410,8 @@ export function createInProcessCriClient(options: InProcessCriClientOptions): Cr
   const transport = new InProcessTransport(options.endpoint ?? 'inprocess', options.runtime, ctx);
   return {
     endpoint: transport.endpoint,
-    runtime: transport.client(runtimeServiceDefinition() as unknown as Definition, RUNTIME_COPIES, true) as unknown as RuntimeServiceClient,
-    image: transport.client(imageServiceDefinition() as unknown as Definition, IMAGE_COPIES, false) as unknown as ImageServiceClient,
+    runtime: new RuntimeServiceInProcess(transport) as unknown as RuntimeServiceClient,
+    image: new ImageServiceInProcess(transport) as unknown as ImageServiceClient,
     close() {
       transport.close();
     },
