@@ -1,7 +1,8 @@
 /**
  * `cri-winsim node`: simulated Windows nodes of a real cluster. Each node is a NodeRuntime served
  * on its own unix socket (`<state-dir>/cri.sock`, so crictl reaches it) and a kubelet (Node,
- * Lease, pods bound to it) talking to that runtime over CRI.
+ * Lease, pods bound to it) talking to that runtime over CRI: in process by default, through the
+ * socket with `--cri-transport grpc`.
  *
  *   node --kubeconfig FILE --hostname-override NAME [--state-dir DIR] [--node-file FILE]
  *   node --kubeconfig FILE --nodes N --node-name-prefix PREFIX     PREFIX-1 … PREFIX-N in one process
@@ -80,6 +81,23 @@ interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   /** --images FILE and --unknown-images, as `runtime` takes them. */
   images?: string;
   unknownImages?: string;
+  /** --cri-transport: how each kubelet reaches its runtime in this process (our flag). */
+  criTransport: CriTransport;
+}
+
+/**
+ * How a node's kubelet calls the runtime beside it: `inprocess` calls the runtime's CRI handlers
+ * directly (src/cri/in-process-client.ts), `grpc` goes through the node's socket like crictl.
+ * Either way the socket serves other clients.
+ */
+export type CriTransport = 'inprocess' | 'grpc';
+
+/** The kubelet's CRI client for a runtime in this process, over the chosen transport. */
+export async function colocatedCriClient(transport: CriTransport, runtime: NodeRuntime, endpoint: string, logger: Logger): Promise<CriClient> {
+  if (transport === 'grpc') return createCriClient(endpoint);
+  // Loaded by node mode only, like the runtime itself.
+  const { createInProcessCriClient } = await import('../cri/in-process-client.js');
+  return createInProcessCriClient({ runtime, endpoint, logger });
 }
 
 /** A Go duration of the forms the kubelet's flags take (`10s`, `1m30s`, `500ms`, `2h`). */
@@ -353,14 +371,15 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
-      const server = new CriServer({ runtime, logger: runtimeLogger.child({ subsystem: 'cri' }) });
+      const criLogger = runtimeLogger.child({ subsystem: 'cri' });
+      const server = new CriServer({ runtime, logger: criLogger });
       try {
         await server.listen(endpoint);
       } catch (err) {
         await runtime.close();
         throw err;
       }
-      const cri = createCriClient(endpoint);
+      const cri = await colocatedCriClient(options.criTransport, runtime, endpoint, criLogger);
       opened.push({ runtime, server, cri });
       plans.push({ identity, cri, podLogsRoot: join(stateDir, 'pod-logs') });
       logger.debug({ node: identity.name, endpoint, computer: directory.name }, 'runtime listening');
@@ -469,6 +488,7 @@ export function nodeCommand(): Command {
     .option('--ephemeral', 'keep no runtime state across restarts (in memory only; the runtime state is reset at start)')
     .option('--simulate-reboot', 'start as after a reboot of the node(s): reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
+    .addOption(new Option('--cri-transport <transport>', "how each node's kubelet calls its runtime in this process: directly (inprocess) or over the node's CRI socket (grpc, as crictl does); the socket serves other clients either way (cri-winsim flag)").choices(['inprocess', 'grpc']).default('inprocess'))
     .addOption(new Option('--credspec-transport <transport>', 'dockershim-kep only: a temporary file (default) or a simulated registry value').choices(['file', 'registry']))
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'));
   addCallConditionFlags(command)
