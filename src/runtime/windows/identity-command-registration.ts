@@ -1,11 +1,11 @@
 import type { CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
-import { identityOf } from '../../emulator/windows-identity.js';
+import { identityOf, logonSessionOf } from '../../emulator/windows-identity.js';
 import type { ContainerIdentity } from './container-identity.js';
 import { IDENTITY_COMMANDS } from './identity-commands.js';
 
 // The record's identity slot is the emulator's contract (it reads it for the identity page of an
 // image's program); the Windows path writes it and registers the commands that answer from it.
-export { identityOf, WINDOWS_IDENTITY_KEY } from '../../emulator/windows-identity.js';
+export { identityOf, logonSessionOf, WINDOWS_IDENTITY_KEY, WINDOWS_IDENTITY_SOURCE_KEY, WINDOWS_LOGON_SESSION_KEY } from '../../emulator/windows-identity.js';
 
 /**
  * The environment a Windows container process starts with for its identity (USERNAME,
@@ -32,7 +32,7 @@ export function registerIdentityCommands(registry: CommandRegistry): void {
         ctx.stderr(`${ctx.argv[0] ?? name}: command not found\n`);
         return 127;
       }
-      const result = handle([...ctx.argv], identity);
+      const result = handle([...ctx.argv], identity, logonSessionOf(ctx));
       if (result.stdout !== '') ctx.stdout(result.stdout.replace(/\r?\n/g, '\r\n'));
       if (result.stderr !== '') ctx.stderr(result.stderr.replace(/\r?\n/g, '\r\n'));
       return result.exitCode;

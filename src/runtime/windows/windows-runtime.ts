@@ -16,6 +16,8 @@ import {
   type CredentialSpecTransportKind,
 } from './credential-spec-handoff.js';
 import { registerIdentityCommands } from './identity-command-registration.js';
+import { LiveDomain } from './live-domain.js';
+import { LogonSession } from './logon-session.js';
 import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
 import { SmallFileReader } from './security-options.js';
 
@@ -113,14 +115,19 @@ export class WindowsRuntime {
   /** AD access checks that came out the same for every container of a credential spec. */
   readonly accessChecks: AccessChecks;
   /**
-   * The identities of started containers, kept for the latest (keyed by container record); for
-   * others the same decision is made again (the node and its AD do not change while the runtime
-   * runs, and the decision depends on nothing else).
+   * The identities of started containers as decided in a generation of the live domain, kept for
+   * the latest (keyed by container record); for others, and after the domain changed, the
+   * decision is made again (it depends on the domain, the container and its logon session only).
    */
-  readonly identities = new BoundedCache<object, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  readonly identities = new BoundedCache<object, { generation: number; identity: ContainerIdentity }>(IDENTITY_CACHE_SIZE);
+  /** Started Windows containers' logon sessions: the password version held, the tickets cached. */
+  private readonly sessions = new WeakMap<object, LogonSession>();
 
   private constructor(
+    /** The node, reading its domains from `domain` at every lookup. */
     readonly node: NodeDirectory,
+    /** The simulated AD as it is now: `domain.apply(desired, source)` changes it (live-domain.ts). */
+    readonly domain: LiveDomain,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
     private readonly faults: WindowsFaultInjection | undefined,
@@ -163,7 +170,10 @@ export class WindowsRuntime {
       onRemoved: () => counters?.onRemoved(),
     };
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
-    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
+    // The runtime's own domain, starting from the node file's; the node reads it live.
+    const domain = new LiveDomain(node.file.node, { domains: node.file.domains, source: node.source });
+    domain.onChange((state) => logger.info({ generation: state.generation, source: state.source }, 'active directory changed'));
+    const runtime = new WindowsRuntime(node.withDomainSource(domain), domain, mode, handoff, options.faults, logger, load);
     if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];
@@ -173,6 +183,16 @@ export class WindowsRuntime {
       'windows node ready',
     );
     return runtime;
+  }
+
+  /** A started container's logon session (made on first use; it goes with the record). */
+  logonSession(container: object, now: () => number): LogonSession {
+    let session = this.sessions.get(container);
+    if (session === undefined) {
+      session = new LogonSession(now);
+      this.sessions.set(container, session);
+    }
+    return session;
   }
 
   /** Fails the current operation when a test injected a fault at this step. */
