@@ -2,6 +2,7 @@ import type { ActiveDirectoryRpcs } from '../generated/rpcs.js';
 import type { DomainState as DomainStateMessage } from '../generated/criwinsim/ad/v1/DomainState.js';
 import { RuntimeError } from './errors.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { formatPlan } from './windows/ad-scenario.js';
 import { domainDocument } from './windows/live-domain.js';
 
 /**
@@ -31,8 +32,14 @@ export function domainStateMessage(ctx: RuntimeContext): DomainStateMessage {
     document_json: JSON.stringify(domainDocument(state)),
     source: state.source,
     applied_at: new Date(state.appliedAtMs).toISOString(),
-    scenario: '',
+    scenario: scenarioText(ctx),
   };
+}
+
+/** `examples/ad/dc-outage.yaml: 2 of 3 events to come` for `ad get`; '' without a scenario. */
+function scenarioText(ctx: RuntimeContext): string {
+  const runner = ctx.windows.currentScenario;
+  return runner === undefined ? '' : `${runner.source}: ${runner.remaining} of ${runner.plan.length} events to come`;
 }
 
 function getDomain(ctx: RuntimeContext): AdRpcResponse<'Get'> {
@@ -51,5 +58,17 @@ function applyDomain(ctx: RuntimeContext, request: AdRpcRequest<'Apply'>): AdRpc
   return { state: domainStateMessage(ctx) };
 }
 
+function startScenario(ctx: RuntimeContext, request: AdRpcRequest<'StartScenario'>): AdRpcResponse<'StartScenario'> {
+  const source = request.source === '' ? 'ad apply --scenario' : request.source;
+  let data: unknown;
+  try {
+    data = JSON.parse(request.scenario_json);
+  } catch (err) {
+    throw new RuntimeError('InvalidArgument', `${source}: the scenario is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  const runner = ctx.windows.startScenario(data, source, request.seed);
+  return { plan: formatPlan(runner.plan) };
+}
+
 /** The RPCs of the ActiveDirectory service the runtime serves. */
-export const ACTIVE_DIRECTORY_RPCS = { Get: getDomain, Apply: applyDomain } satisfies AdRpcHandlers;
+export const ACTIVE_DIRECTORY_RPCS = { Get: getDomain, Apply: applyDomain, StartScenario: startScenario } satisfies AdRpcHandlers;

@@ -132,7 +132,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     this.activeDirectory = {
       get: (request) => this.run('Get', ACTIVE_DIRECTORY_RPCS.Get, request) as ReturnType<ActiveDirectoryApi['get']>,
       apply: (request) => this.run('Apply', ACTIVE_DIRECTORY_RPCS.Apply, request) as ReturnType<ActiveDirectoryApi['apply']>,
-      startScenario: () => Promise.reject(new RuntimeError('Unimplemented', 'StartScenario: scenarios are not available in this runtime')),
+      startScenario: (request) => this.run('StartScenario', ACTIVE_DIRECTORY_RPCS.StartScenario, request) as ReturnType<ActiveDirectoryApi['startScenario']>,
     };
   }
 
@@ -272,6 +272,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       }
     }
     const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined, db);
+    // After recovery: a scenario changes the domain the runtime came back with.
+    const scenario = preparedWindows.scenario;
+    if (scenario !== undefined) windows.startScenario(scenario.document, scenario.source, scenario.seed);
     for (const ref of options.preloadImages ?? []) {
       await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
         image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
