@@ -40,6 +40,8 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   images?: string;
   /** `--unknown-images`. */
   unknownImages?: string;
+  /** `--ad-scenario FILE`: timed changes of the simulated AD (its jitter drawn from `--seed`). */
+  adScenario?: string;
   metricsAddr?: string;
   /** pino's level name (--log-level, or what --v asks for). */
   logLevel: string;
@@ -73,6 +75,8 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
       runtimeFlavor: options.runtimeFlavor,
       credentialSpecTransport: options.credspecTransport,
       credentialSpecMetrics: metrics?.credentialSpecs,
+      adOperationMetrics: metrics?.adOperations,
+      adScenario: options.adScenario === undefined ? undefined : { file: resolve(options.adScenario), seed: options.seed ?? 0 },
     },
     callConditions: { ...callConditionOptions(options), metrics: metrics?.callConditions },
   });
@@ -153,6 +157,7 @@ export function runtimeCommand(): Command {
     .option('--ephemeral', 'keep no state across restarts (in memory only; the state directory is reset at start)')
     .option('--simulate-reboot', 'start as after a node reboot: reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1)')
+    .option('--ad-scenario <file>', 'timed changes of the simulated Active Directory, from start-up (docs/active-directory.md); jitter drawn from --seed (default 0)')
     .addOption(
       new Option('--credspec-transport <transport>', 'dockershim-kep only: a temporary file (default) or a simulated registry value')
         .choices(['file', 'registry']),

@@ -1,3 +1,4 @@
+import type { ActiveDirectoryApi } from '../runtime/active-directory.js';
 import type { CriRuntime } from '../runtime/cri-runtime.js';
 
 /**
@@ -7,4 +8,7 @@ import type { CriRuntime } from '../runtime/cri-runtime.js';
  * The elements of listContainers and listPodSandbox are never changed once returned (a changed
  * record comes back as a new object): the edge caches their encodings by identity (list-encoding.ts).
  */
-export type CriBackend = CriRuntime;
+export type CriBackend = CriRuntime & {
+  /** cri-winsim's ActiveDirectory service, served on the same socket when the backend has it (UNIMPLEMENTED otherwise). */
+  readonly activeDirectory?: ActiveDirectoryApi;
+};

@@ -44,6 +44,14 @@ function grpcConstantOfGoName(code: string): string {
   return code.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
 }
 
+/**
+ * Identity operations inside containers that ask the simulated domain (nltest, klist), by
+ * operation and result; structurally src/runtime/windows AdOperationCounters.
+ */
+export interface AdOperationMetrics {
+  onOperation(op: string, result: string, seconds: number): void;
+}
+
 export interface RuntimeMetricsOptions {
   /** Number of live pod sandboxes, read at scrape time. */
   liveSandboxes?: () => number;
@@ -103,6 +111,7 @@ export class RuntimeMetrics {
   readonly registry: Registry;
   readonly credentialSpecs: CredentialSpecMetrics;
   readonly callConditions: CallConditionMetrics;
+  readonly adOperations: AdOperationMetrics;
 
   private readonly operations: CounterType<'operation_type'>;
   private readonly durations: HistogramType<'operation_type'>;
@@ -204,6 +213,26 @@ export class RuntimeMetrics {
     this.callConditions = {
       onFaultInjected: (method, code) => injectedFaults.labels(operationType(method), grpcConstantOfGoName(code)).inc(),
       onLatencyInjected: (method, seconds) => injectedLatency.labels(operationType(method)).observe(seconds),
+    };
+
+    const adOperations = new Counter({
+      name: `${METRIC_PREFIX}ad_operations_total`,
+      help: 'Identity operations inside containers that asked the simulated Active Directory (nltest, klist), by operation and result (success or the failure reason).',
+      labelNames: ['op', 'result'],
+      registers,
+    });
+    const adDurations = new Histogram({
+      name: `${METRIC_PREFIX}ad_operation_duration_seconds`,
+      help: 'Duration in seconds of identity operations that asked the simulated Active Directory, by operation.',
+      labelNames: ['op'],
+      buckets: exponentialBuckets(0.0001, 4, 10),
+      registers,
+    });
+    this.adOperations = {
+      onOperation: (op, result, seconds) => {
+        adOperations.labels(op, result).inc();
+        adDurations.labels(op).observe(seconds);
+      },
     };
 
     if (options.processMetrics ?? true) {

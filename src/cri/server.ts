@@ -3,6 +3,7 @@ import { createConnection, createServer, type Server as NetServer } from 'node:n
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { silentLogger, type Logger } from '../log.js';
+import { activeDirectoryServiceDefinition } from './ad-proto.js';
 import type { CriBackend } from './backend.js';
 import type { CallContext, CallObserver } from './call.js';
 import { unixEndpoint, unixSocketPath } from './endpoint.js';
@@ -106,12 +107,16 @@ async function removeSocketFile(path: string): Promise<void> {
   }
 }
 
-/** The CRI v1 gRPC server (RuntimeService and ImageService) in front of a runtime, on a unix socket. */
+/**
+ * The CRI v1 gRPC server (RuntimeService and ImageService) in front of a runtime, on a unix
+ * socket, with cri-winsim's ActiveDirectory service (proto/criwinsim/ad/v1) on the same socket.
+ */
 export class CriServer {
   private readonly ctx: CallContext;
   private readonly events: ContainerEventStreams;
   private readonly runtimeHandlers: grpc.UntypedServiceImplementation;
   private readonly imageHandlers: grpc.UntypedServiceImplementation;
+  private readonly adHandlers: grpc.UntypedServiceImplementation;
   private readonly shutdownTimeoutMs: number;
   private server: grpc.Server | undefined;
   private listener: NetServer | undefined;
@@ -125,6 +130,9 @@ export class CriServer {
     this.events = new ContainerEventStreams(runtime, this.ctx);
     this.runtimeHandlers = serviceHandlers(runtimeServiceDefinition(), runtime, this.ctx, this.events.handlers());
     this.imageHandlers = serviceHandlers(imageServiceDefinition(), runtime, this.ctx);
+    // The domain's service shares the socket: who may use the CRI may steer the domain. Its calls
+    // are not CRI operations, so the CRI call observer (kubelet-style metrics) does not see them.
+    this.adHandlers = serviceHandlers(activeDirectoryServiceDefinition(), runtime.activeDirectory ?? {}, { logger: this.ctx.logger, observer: undefined });
   }
 
   /** The endpoint the server listens on, once listen() resolved. */
@@ -153,6 +161,7 @@ export class CriServer {
     });
     server.addService(withUtf8CheckedRequests(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES)), this.runtimeHandlers);
     server.addService(withUtf8CheckedRequests(imageServiceDefinition()), this.imageHandlers);
+    server.addService(activeDirectoryServiceDefinition(), this.adHandlers);
     // The server's own listener (grpc-js's bindAsync has no backlog option) hands each accepted
     // connection to grpc-js, which serves it as it would its own.
     const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());

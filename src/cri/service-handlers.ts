@@ -1,5 +1,4 @@
 import type { handleUnaryCall, ServiceDefinition, UntypedHandleCall, UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { CriBackend } from './backend.js';
 import { streamUnimplemented, unary, unaryUnimplemented, type CallContext } from './call.js';
 import { encodedFromCache } from './list-encoding.js';
 
@@ -53,7 +52,7 @@ function requestIds(request: unknown): Record<string, unknown> {
   return ids;
 }
 
-function unaryHandler(ctx: CallContext, rpc: string, runtime: CriBackend, method: Method): handleUnaryCall<unknown, unknown> {
+function unaryHandler(ctx: CallContext, rpc: string, runtime: object, method: Method): handleUnaryCall<unknown, unknown> {
   const field = CACHED_LISTS[rpc];
   if (field !== undefined) {
     return unary(ctx, rpc, async (request, deadlineMs) => {
@@ -70,7 +69,7 @@ function unaryHandler(ctx: CallContext, rpc: string, runtime: CriBackend, method
  */
 export function serviceHandlers(
   definition: ServiceDefinition,
-  runtime: CriBackend,
+  runtime: object,
   ctx: CallContext,
   streams: Readonly<Record<string, UntypedHandleCall>> = {},
 ): UntypedServiceImplementation {

@@ -1,5 +1,6 @@
 import type { CommandContext } from './command-registry.js';
 import { serveInPod, staticPage } from './pod-web-server.js';
+import { identityOf } from './windows-identity.js';
 
 /**
  * The long-running servers of the usual images: Apache httpd, nginx and IIS's ServiceMonitor
@@ -95,7 +96,7 @@ interface IdentityView {
  * domain account, `DEMO\WebApplication1$`; without, the computer's own).
  */
 function iisIdentityPage(ctx: CommandContext): string {
-  const identity = ctx.target.platform['windowsIdentity'] as IdentityView | undefined;
+  const identity: IdentityView | undefined = identityOf(ctx);
   const user = identity === undefined ? ctx.target.user : `${identity.userDomain}\\${identity.userName}`;
   const network = identity?.networkIdentity ?? `WORKGROUP\\${ctx.target.hostname.toUpperCase().slice(0, 15)}$`;
   return `User: ${user}\r\nNetwork identity: ${network}\r\n`;

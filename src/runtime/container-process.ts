@@ -5,7 +5,8 @@ import { CONTAINER_STDIN_KEY, type ContainerStdin } from '../emulator/container-
 import type { ProcessTable } from '../emulator/process-table.js';
 import type { OciSpec } from './oci/spec.js';
 import { specEnv } from './oci/spec.js';
-import { containerPlatform, windowsIdentity } from './container-start-windows.js';
+import { containerPlatform, currentWindowsIdentity, logonSession, windowsIdentity } from './container-start-windows.js';
+import { WINDOWS_IDENTITY_SOURCE_KEY, WINDOWS_LOGON_SESSION_KEY } from '../emulator/windows-identity.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
@@ -43,6 +44,11 @@ class ContainerExecutionTarget implements ExecutionTarget {
       podIp: sandbox === undefined ? '' : podListenAddress(sandbox),
       stdinOpen: ctx.containers.configOf(container).stdin,
       ...(stdin === undefined ? {} : { [CONTAINER_STDIN_KEY]: stdin }),
+      // Identity commands read the identity when they run: the live domain may have changed
+      // since this process started (a loop of `nltest /sc_verify` sees a domain controller go).
+      ...(container.os === 'windows'
+        ? { [WINDOWS_IDENTITY_SOURCE_KEY]: () => currentWindowsIdentity(ctx, container), [WINDOWS_LOGON_SESSION_KEY]: logonSession(ctx, container) }
+        : {}),
     });
     this.processes = container.processes;
   }

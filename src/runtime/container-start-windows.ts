@@ -4,6 +4,7 @@ import type { ContainerRecord } from './store/container-store.js';
 import { evaluateContainerIdentity, identityStartError, type ContainerIdentity, type IdentityDecision } from './windows/container-identity.js';
 import type { CredentialSpecDocument } from './windows/credential-spec.js';
 import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js';
+import type { LogonSession } from './windows/logon-session.js';
 import { currentIdentity } from './windows/shared-gmsa-trust.js';
 import { RuntimeError } from './errors.js';
 import { IMAGE_MISMATCH_TEXT, isolationOfHandler, windowsImageRuns, type IsolationMode } from './images/windows-compat.js';
@@ -49,7 +50,7 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   const startError = identityStartError(decision);
   if (startError !== undefined) throw startError;
 
-  windows.identities.set(container, decision.identity);
+  keepIdentity(ctx, container, decision.identity);
   container.windowsIdentityDecided = true;
   container.user = decision.identity.userName;
   windows.checkFault('process-start', id);
@@ -78,10 +79,11 @@ function checkImageBuild(ctx: RuntimeContext, container: ContainerRecord): void 
   throw new RuntimeError('Unknown', text);
 }
 
-/** The mock HCS's decision for a container: its identity against the node's simulated AD. */
+/** The mock HCS's decision for a container: its identity against the node's simulated AD as it is now. */
 function decideIdentity(ctx: RuntimeContext, container: ContainerRecord, document: CredentialSpecDocument | undefined): IdentityDecision {
   const { windows } = ctx;
   const hostProcess = ctx.flavor.hostProcess(ctx.containers.configOf(container));
+  const held = logonSession(ctx, container).heldPasswordVersion;
   return evaluateContainerIdentity(
     windows.node,
     document,
@@ -89,25 +91,51 @@ function decideIdentity(ctx: RuntimeContext, container: ContainerRecord, documen
     container.imageConfig.user,
     ctx.containers.specOf(container).hostname,
     windows.mode,
-    { hostProcess, containerId: container.id, accessChecks: windows.accessChecks },
+    { hostProcess, containerId: container.id, accessChecks: windows.accessChecks, ...(held === undefined ? {} : { heldPasswordVersion: held }) },
   );
 }
 
+/** The container's logon session: the gMSA password version its host holds, its Kerberos tickets. */
+export function logonSession(ctx: RuntimeContext, container: ContainerRecord): LogonSession {
+  return ctx.windows.logonSession(container, () => Number(ctx.clock.nowNanos() / 1_000_000n));
+}
+
+/** Keeps a decision for the live domain's generation; a host that got the password holds its version. */
+function keepIdentity(ctx: RuntimeContext, container: ContainerRecord, identity: ContainerIdentity): void {
+  ctx.windows.identities.set(container, { generation: ctx.windows.domain.generation, identity });
+  const access = identity.domainAccess;
+  if (access.kind === 'ok' && access.passwordVersion !== undefined) logonSession(ctx, container).heldPasswordVersion = access.passwordVersion;
+}
+
 /**
- * The identity a started Windows container runs with, if it has one: the one decided at start,
- * kept for the latest containers (WindowsRuntime.identities); for others the same decision is
- * made again (the node and its AD do not change while the runtime runs).
+ * The identity a started Windows container runs with, if it has one, as the live domain makes it
+ * now: the decision kept for the domain's current generation (for the latest containers,
+ * WindowsRuntime.identities), else made again — so a domain change is seen at the next identity
+ * operation of every running container.
  */
 export function windowsIdentity(ctx: RuntimeContext, container: ContainerRecord): ContainerIdentity | undefined {
   if (!container.windowsIdentityDecided) return undefined;
-  return ctx.windows.identities.get(container, () => decideIdentity(ctx, container, container.credentialSpec).identity);
+  const generation = ctx.windows.domain.generation;
+  const kept = ctx.windows.identities.peek(container);
+  if (kept !== undefined && kept.generation === generation) return kept.identity;
+  const identity = decideIdentity(ctx, container, container.credentialSpec).identity;
+  keepIdentity(ctx, container, identity);
+  return identity;
+}
+
+/**
+ * The identity as the container's processes see it now: before WS2019 a later container with the
+ * same gMSA and hostname takes the secure channel (shared-gmsa-trust.ts).
+ */
+export function currentWindowsIdentity(ctx: RuntimeContext, container: ContainerRecord): ContainerIdentity | undefined {
+  const identity = windowsIdentity(ctx, container);
+  return identity === undefined ? undefined : currentIdentity(ctx, container, identity, (c) => windowsIdentity(ctx, c));
 }
 
 /** Platform state as `crictl inspect` shows it (info.platform): the Windows identity, once started. */
 export function containerPlatform(ctx: RuntimeContext, container: ContainerRecord): Record<string, unknown> {
-  const identity = windowsIdentity(ctx, container);
-  // Before WS2019 a later container with the same gMSA and hostname takes the secure channel.
-  return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: currentIdentity(ctx, container, identity, (c) => windowsIdentity(ctx, c)) };
+  const identity = currentWindowsIdentity(ctx, container);
+  return identity === undefined ? {} : { [WINDOWS_IDENTITY_KEY]: identity };
 }
 
 /** info.platform of `crictl inspect`: the runtime flavor, then the identity once started. */

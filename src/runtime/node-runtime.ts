@@ -36,6 +36,9 @@ import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-ru
 import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeNetwork, encodeSandbox, NETWORK_RECORD_ID } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
+import { ACTIVE_DIRECTORY_RPCS, type ActiveDirectoryApi } from './active-directory.js';
+import type { LiveDomain } from './windows/live-domain.js';
+import { DOMAIN_RECORD_ID, encodeDomain } from './store/domain-record.js';
 
 /** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
 function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
@@ -45,6 +48,7 @@ function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
     container === undefined ? db.removed('container', id) : db.changed('container', id, () => encodeContainer(container, ctx.containers.configOf(container))),
   );
   ctx.network.onPodCidrChange = () => db.changed('meta', NETWORK_RECORD_ID, () => encodeNetwork(ctx.network));
+  ctx.windows.domain.onChange(() => db.changed('meta', DOMAIN_RECORD_ID, () => encodeDomain(ctx.windows.domain.current)));
 }
 
 /** The security options of every container the runtime holds (what the leak count must not count). */
@@ -114,6 +118,11 @@ export interface NodeRuntimeOptions {
  */
 export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRuntime {
   private closed = false;
+  /**
+   * The ActiveDirectory service (proto/criwinsim/ad/v1): `ad get|apply` over the CRI socket; the
+   * gRPC edge serves it next to the CRI services.
+   */
+  readonly activeDirectory: ActiveDirectoryApi;
 
   private constructor(
     private readonly ctx: RuntimeContext,
@@ -122,6 +131,20 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     private readonly db: MetadataDb | undefined,
   ) {
     super();
+    this.activeDirectory = {
+      get: (request) => this.run('Get', ACTIVE_DIRECTORY_RPCS.Get, request) as ReturnType<ActiveDirectoryApi['get']>,
+      apply: (request) => this.run('Apply', ACTIVE_DIRECTORY_RPCS.Apply, request) as ReturnType<ActiveDirectoryApi['apply']>,
+      startScenario: (request) => this.run('StartScenario', ACTIVE_DIRECTORY_RPCS.StartScenario, request) as ReturnType<ActiveDirectoryApi['startScenario']>,
+    };
+  }
+
+  /**
+   * The simulated Active Directory as it is now, and its one apply path for in-process callers
+   * (`runtime.domain.apply(desired, source)`, e.g. a controller watching a domain resource).
+   * A change is persisted with the runtime's state when the runtime is durable.
+   */
+  get domain(): LiveDomain {
+    return this.ctx.windows.domain;
   }
 
   static async open(options: NodeRuntimeOptions): Promise<NodeRuntime> {
@@ -236,7 +259,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
         const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
         logger.info(
-          { images: report.images, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },
+          { images: report.images, domainGeneration: report.domainGeneration, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },
           'runtime state recovered',
         );
         if (report.podCidr !== undefined && report.podCidr !== podCidr.text) {
@@ -251,6 +274,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       }
     }
     const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined, db);
+    // After recovery: a scenario changes the domain the runtime came back with.
+    const scenario = preparedWindows.scenario;
+    if (scenario !== undefined) windows.startScenario(scenario.document, scenario.source, scenario.seed);
     for (const ref of options.preloadImages ?? []) {
       await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
         image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
@@ -302,8 +328,13 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     // failed call has done nothing.
     if (this.conditions !== undefined) {
       await this.conditions.apply(rpc, request, deadlineMs);
-      if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
     }
+    return this.run(rpc, handler, request);
+  }
+
+  /** Runs a handler: refused once closed; answers once its changes are committed (durable). */
+  private async run(rpc: string, handler: AnyRpcHandler | ((ctx: RuntimeContext, request: never) => unknown), request: unknown): Promise<unknown> {
+    if (this.closed) throw new RuntimeError('Unavailable', `runtime is closed: ${rpc} refused`);
     this.ctx.load.enter();
     try {
       const response = await handler(this.ctx, request as never);

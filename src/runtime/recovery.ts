@@ -10,6 +10,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import { ContainerRecord, ContainerState } from './store/container-store.js';
 import type { ImageRecord } from './store/image-store.js';
 import type { MetadataDb } from './store/metadata-db.js';
+import { decodeDomain, DOMAIN_RECORD_ID } from './store/domain-record.js';
 import {
   CONTAINER_FIELDS,
   decodeStored,
@@ -44,6 +45,8 @@ export interface RecoveryReport {
   hostPortFailures: number;
   /** The pod range in use when UpdateRuntimeConfig had set one before the restart. */
   podCidr?: string;
+  /** The live domain's generation when a changed domain was reloaded. */
+  domainGeneration?: number;
 }
 
 /**
@@ -86,6 +89,18 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
   // pod CIDR into a CNI config file (internal/cri/server/update_runtime_config.go), which outlives
   // a restart and a reboot alike, so the kept range wins over `--pod-cidr`.
   for (const row of db.rows('meta')) {
+    if (row.id === DOMAIN_RECORD_ID) {
+      // The live domain as the last apply left it (`ad apply`, a scenario): an AD does not go back
+      // to the node file's state because a node's runtime restarted. Checked as an apply is.
+      try {
+        const stored = decodeDomain(row.data);
+        ctx.windows.domain.restore({ generation: stored.generation, document: stored.document, source: stored.source, appliedAtMs: stored.appliedAtMs });
+        report.domainGeneration = stored.generation;
+      } catch (err) {
+        skip('meta', row.id, err);
+      }
+      continue;
+    }
     if (row.id !== NETWORK_RECORD_ID) continue;
     try {
       const stored = decodeStored<StoredNetwork>(row.id, row.data, NETWORK_FIELDS);

@@ -93,7 +93,7 @@ describe('two runtimes in one process', function () {
   it('the started identity of a container is kept by its own runtime only', async () => {
     const inA = await gmsaContainer(a!, 'id-a');
     const record = a!.runtime.context.containers.get(inA)!;
-    expect(a!.runtime.context.windows.identities.peek(record)?.userName).to.equal('NETWORK SERVICE');
+    expect(a!.runtime.context.windows.identities.peek(record)?.identity.userName).to.equal('NETWORK SERVICE');
     expect(b!.runtime.context.windows.identities.peek(record)).to.equal(undefined);
     expect(b!.runtime.context.containers.get(inA)).to.equal(undefined);
     await removeAllPods(a!.cri);

@@ -10,10 +10,12 @@ import {
   ERROR_NO_TRUST_LSA_SECRET,
   ERROR_NO_TRUST_SAM_ACCOUNT,
   LOGON_FAILURE_TEXT,
+  NERR_SUCCESS,
   STATUS_ACCESS_DENIED,
   STATUS_NO_LOGON_SERVERS,
   STATUS_NO_TRUST_LSA_SECRET,
   STATUS_NO_TRUST_SAM_ACCOUNT,
+  STATUS_TIME_DIFFERENCE_AT_DC,
   type NtStatus,
   type Win32Status,
 } from './windows-status.js';
@@ -39,6 +41,10 @@ export type IdentityFailureReason =
   | 'domain-unknown'
   | 'domain-mismatch'
   | 'domain-controller-unreachable'
+  /** The domain's DNS records do not resolve: no domain controller can be located. */
+  | 'domain-dns-failure'
+  /** The domain controller's clock is more than Kerberos' 5 minutes off (KRB_AP_ERR_SKEW). */
+  | 'clock-skew'
   | 'ccg-plugin-failure'
   | 'unknown-user'
   /** Before WS2019, a later container with the same gMSA and hostname took the secure channel (shared-gmsa-trust.ts). */
@@ -69,7 +75,16 @@ export interface ContainerDomain {
  */
 export type DomainAccess =
   | { kind: 'none' }
-  | { kind: 'ok'; domain: ContainerDomain; account: string; domainController: string }
+  | {
+      kind: 'ok';
+      domain: ContainerDomain;
+      account: string;
+      domainController: string;
+      /** The gMSA's managed password version the host holds for the container (gMSA containers). */
+      passwordVersion?: number;
+      /** The secure channel works but new Kerberos tickets fail (clock skew): what klist reports. */
+      kerberosFailure?: IdentityFailure;
+    }
   | { kind: 'failed'; domain: ContainerDomain; account: string; failure: IdentityFailure };
 
 export type UserKind = 'virtual' | 'service' | 'local' | 'group';
@@ -113,6 +128,12 @@ export interface IdentityOptions {
   containerId?: string;
   /** Where checks that came out the same for every container are kept (a runtime's; none: none kept). */
   accessChecks?: AccessChecks;
+  /**
+   * The managed password version the host retrieved for this container earlier (its logon
+   * session): while the password has not rotated since, the container keeps working even when the
+   * node may no longer retrieve it.
+   */
+  heldPasswordVersion?: number;
 }
 
 interface ResolvedUser {
@@ -178,7 +199,16 @@ interface AccessCheck {
   access: DomainAccess;
   /** Failures that stop the start in every mode (CCG). */
   fatal?: IdentityFailure;
+  /**
+   * The node may not retrieve the gMSA's password now, but a host that retrieved this version
+   * before still has it: `access` is what such a container gets (a real host asks again only when
+   * the password rotates).
+   */
+  whileHolding?: { passwordVersion: number; access: DomainAccess };
 }
+
+/** Kerberos' default maximum tolerance for computer clock synchronization (5 minutes). */
+export const KERBEROS_MAX_CLOCK_SKEW_SECONDS = 300;
 
 function failure(reason: IdentityFailureReason, message: string, netlogonStatus: Win32Status, kerberosStatus: NtStatus): IdentityFailure {
   return { reason, message, netlogonStatus, kerberosStatus };
@@ -260,6 +290,16 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
       );
     }
   }
+  if (domain.dnsResolvable === false) {
+    return failed(
+      failure(
+        'domain-dns-failure',
+        `the DNS records of ${domain.dnsName} do not resolve (_ldap._tcp.dc._msdcs.${domain.dnsName}), so node ${node.name} cannot locate a domain controller (ERROR_NO_LOGON_SERVERS)`,
+        ERROR_NO_LOGON_SERVERS,
+        STATUS_NO_LOGON_SERVERS,
+      ),
+    );
+  }
   const dc = node.reachableController(domain);
   if (dc === undefined) {
     return failed(
@@ -282,8 +322,28 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
       ),
     );
   }
+  const passwordVersion = gmsa.passwordVersion ?? 1;
+  const skew = dc.clockSkewSeconds ?? 0;
+  const ok: DomainAccess = {
+    kind: 'ok',
+    domain: domainOf(domain),
+    account: `${domain.netbiosName}\\${gmsa.name}$`,
+    domainController: dc.name,
+    passwordVersion,
+    ...(Math.abs(skew) <= KERBEROS_MAX_CLOCK_SKEW_SECONDS
+      ? {}
+      : {
+          kerberosFailure: failure(
+            'clock-skew',
+            `the clock of ${dc.name} is ${Math.abs(skew)} s ${skew > 0 ? 'ahead of' : 'behind'} node ${node.name}'s, more than Kerberos' ${KERBEROS_MAX_CLOCK_SKEW_SECONDS} s (KRB_AP_ERR_SKEW): new tickets are refused`,
+            // The secure channel (netlogon) does not depend on the clocks; Kerberos does.
+            NERR_SUCCESS,
+            STATUS_TIME_DIFFERENCE_AT_DC,
+          ),
+        }),
+  };
   if (!node.mayRetrieveManagedPassword(domain, gmsa, requester)) {
-    return failed(
+    const denied = failed(
       failure(
         'node-not-allowed',
         `${requesterLabel} is not allowed to retrieve the managed password of gMSA ${domain.netbiosName}\\${gmsa.name}: it is not in the gMSA's PrincipalsAllowedToRetrieveManagedPassword (Test-ADServiceAccount ${gmsa.name} would return False; ERROR_NO_TRUST_LSA_SECRET)`,
@@ -291,10 +351,9 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
         STATUS_NO_TRUST_LSA_SECRET,
       ),
     );
+    return { ...denied, whileHolding: { passwordVersion, access: ok } };
   }
-  return {
-    access: { kind: 'ok', domain: domainOf(domain), account: `${domain.netbiosName}\\${gmsa.name}$`, domainController: dc.name },
-  };
+  return { access: ok };
 }
 
 /**
@@ -304,11 +363,19 @@ function checkCredentialSpec(node: NodeDirectory, spec: CredentialSpecDocument, 
  * plugin's failures, which stop the start (`fatal`) and are not kept. One per runtime.
  */
 export class AccessChecks {
-  private readonly kept = new WeakMap<CredentialSpecDocument, AccessCheck>();
+  private kept = new WeakMap<CredentialSpecDocument, AccessCheck>();
+  /** The live domain's generation the kept checks were made in: a change drops them all. */
+  private generation: number;
 
-  constructor(readonly node: NodeDirectory) {}
+  constructor(readonly node: NodeDirectory) {
+    this.generation = node.domainGeneration;
+  }
 
   of(spec: CredentialSpecDocument, containerId: string): AccessCheck {
+    if (this.node.domainGeneration !== this.generation) {
+      this.kept = new WeakMap();
+      this.generation = this.node.domainGeneration;
+    }
     const known = this.kept.get(spec);
     if (known !== undefined) return known;
     const check = checkCredentialSpec(this.node, spec, containerId);
@@ -394,7 +461,8 @@ export function evaluateContainerIdentity(
     : credentialSpec === undefined
       ? { access: { kind: 'none' } }
       : accessCheckOf(node, credentialSpec, containerId, options.accessChecks);
-  const access = check.access;
+  const holding = check.whileHolding;
+  const access = holding !== undefined && holding.passwordVersion === options.heldPasswordVersion ? holding.access : check.access;
 
   const resolved: ResolvedUser = user ?? { name: requested, domain: computerName, kind: 'local', logonId: '0x0' };
   // Virtual accounts, SYSTEM and NETWORK SERVICE authenticate on the network as the machine

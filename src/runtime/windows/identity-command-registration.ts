@@ -1,11 +1,41 @@
 import type { CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
-import { identityOf } from '../../emulator/windows-identity.js';
+import { identityOf, logonSessionOf } from '../../emulator/windows-identity.js';
+import { performance } from 'node:perf_hooks';
 import type { ContainerIdentity } from './container-identity.js';
-import { IDENTITY_COMMANDS } from './identity-commands.js';
+import { IDENTITY_COMMANDS, programName, type CommandResult } from './identity-commands.js';
+
+/**
+ * Told of every identity operation that asks the domain (nltest, klist), with its outcome
+ * (`success`, or the failure's reason: `domain-controller-unreachable`, `clock-skew`, …) and how
+ * long it took; structurally src/cri/metrics.ts AdOperationMetrics, without importing src/cri.
+ */
+export interface AdOperationCounters {
+  onOperation(op: string, result: string, seconds: number): void;
+}
+
+/** `nltest /sc_verify:contoso.com` → `nltest_sc_verify`; `klist get x` → `klist_get`: a bounded label. */
+export function adOperationName(argv: readonly string[]): string {
+  const program = programName(argv[0] ?? '');
+  const option = (argv[1] ?? (program === 'klist' ? 'tickets' : '')).toLowerCase().replace(/^[/-]/, '').replace(/:.*$/, '');
+  const known = program === 'nltest' ? ['sc_verify', 'sc_query', 'query', 'parentdomain', 'sc_reset', 'dsgetdc'] : ['tickets', 'tgt', 'get', 'purge'];
+  return `${program}_${known.includes(option) ? option : 'other'}`;
+}
+
+/** `success`, or why the domain said no (the identity's failure reason), for the metric's label. */
+export function adOperationResult(result: CommandResult, identity: ContainerIdentity): string {
+  if (result.exitCode === 0) return 'success';
+  const access = identity.domainAccess;
+  if (access.kind === 'failed') return access.failure.reason;
+  if (access.kind === 'ok' && access.kerberosFailure !== undefined) return access.kerberosFailure.reason;
+  return access.kind === 'none' ? 'no-domain' : 'error';
+}
+
+/** The commands whose every run asks the domain. */
+const DOMAIN_COMMANDS = new Set(['nltest', 'klist']);
 
 // The record's identity slot is the emulator's contract (it reads it for the identity page of an
 // image's program); the Windows path writes it and registers the commands that answer from it.
-export { identityOf, WINDOWS_IDENTITY_KEY } from '../../emulator/windows-identity.js';
+export { identityOf, logonSessionOf, WINDOWS_IDENTITY_KEY, WINDOWS_IDENTITY_SOURCE_KEY, WINDOWS_LOGON_SESSION_KEY } from '../../emulator/windows-identity.js';
 
 /**
  * The environment a Windows container process starts with for its identity (USERNAME,
@@ -21,7 +51,7 @@ export function identityEnvironment(identity: ContainerIdentity): Map<string, st
  * without a Windows identity the command that was registered before (if any) runs instead, so
  * Linux containers keep their plain `whoami`/`hostname`. Windows output ends lines in CRLF.
  */
-export function registerIdentityCommands(registry: CommandRegistry): void {
+export function registerIdentityCommands(registry: CommandRegistry, metrics?: AdOperationCounters): void {
   for (const name of ['whoami', 'hostname', 'nltest', 'klist'] as const) {
     const previous = registry.lookup(name);
     const handle = IDENTITY_COMMANDS[name]!;
@@ -32,7 +62,9 @@ export function registerIdentityCommands(registry: CommandRegistry): void {
         ctx.stderr(`${ctx.argv[0] ?? name}: command not found\n`);
         return 127;
       }
-      const result = handle([...ctx.argv], identity);
+      const started = performance.now();
+      const result = handle([...ctx.argv], identity, logonSessionOf(ctx));
+      if (metrics !== undefined && DOMAIN_COMMANDS.has(name)) metrics.onOperation(adOperationName(ctx.argv), adOperationResult(result, identity), (performance.now() - started) / 1000);
       if (result.stdout !== '') ctx.stdout(result.stdout.replace(/\r?\n/g, '\r\n'));
       if (result.stderr !== '') ctx.stderr(result.stderr.replace(/\r?\n/g, '\r\n'));
       return result.exitCode;

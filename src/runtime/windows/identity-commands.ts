@@ -1,4 +1,5 @@
-import type { ContainerIdentity } from './container-identity.js';
+import type { ContainerIdentity, IdentityFailure } from './container-identity.js';
+import { LogonSession, type KerberosTicket } from './logon-session.js';
 import {
   ERROR_NO_SUCH_DOMAIN,
   NERR_SUCCESS,
@@ -25,8 +26,10 @@ import {
  * - `nltest /parentdomain` answers from the credential spec, so it succeeds even when the gMSA
  *   cannot log on (the upstream e2e test relies on this); without a credential spec netlogon has
  *   no domain: RPC_S_SERVER_UNAVAILABLE. `/query` and `/sc_verify` show the real secure-channel state.
- * - klist shows the Kerberos tickets of the container's network identity (`WebApplication1$ @
- *   CONTOSO.COM`); asking for them is what fails when the gMSA cannot log on.
+ * - klist shows the Kerberos tickets cached in the container's logon session (logon-session.ts) for
+ *   its network identity (`WebApplication1$ @ CONTOSO.COM`); an empty cache gets the logon's TGT
+ *   when the domain answers. Cached tickets stay until they end or `klist purge`, whatever the
+ *   domain does meanwhile; asking for a new one is what fails when the gMSA cannot log on.
  * - Output lines end in `\n` (the CRI log writer splits lines), not `\r\n`.
  */
 export interface CommandResult {
@@ -35,7 +38,11 @@ export interface CommandResult {
   exitCode: number;
 }
 
-export type IdentityCommandHandler = (argv: string[], identity: ContainerIdentity) => CommandResult;
+/**
+ * `session`: the container's logon session (its ticket cache); without one, a fresh session for
+ * this command alone.
+ */
+export type IdentityCommandHandler = (argv: string[], identity: ContainerIdentity, session?: LogonSession) => CommandResult;
 
 const ok = (stdout: string): CommandResult => ({ stdout, stderr: '', exitCode: 0 });
 const fail = (stdout: string, stderr = '', exitCode = 1): CommandResult => ({ stdout, stderr, exitCode });
@@ -114,43 +121,61 @@ function nltest(argv: string[], identity: ContainerIdentity): CommandResult {
   return fail(`Usage: nltest [/OPTIONS]\nUnknown option: ${argv[1] ?? ''}\n`);
 }
 
-function klistFailure(identity: ContainerIdentity, status: NtStatus): CommandResult {
+function klistFailure(identity: ContainerIdentity, failure: Pick<IdentityFailure, 'kerberosStatus'> | NtStatus): CommandResult {
+  const status = 'kerberosStatus' in failure ? failure.kerberosStatus : failure;
   return fail(`\nCurrent LogonId is 0:${identity.logonId}\nklist failed with ${formatNtStatus(status)}: ${status.text}\n\n`);
 }
 
-function kerberosTicket(index: number, client: string, server: string, kdc: string): string {
+function kerberosTicket(index: number, ticket: KerberosTicket): string {
   return (
-    `#${index}>\tClient: ${client}\n` +
-    `\tServer: ${server}\n` +
+    `#${index}>\tClient: ${ticket.client}\n` +
+    `\tServer: ${ticket.server}\n` +
     '\tKerbTicket Encryption Type: AES-256-CTS-HMAC-SHA1-96\n' +
     '\tTicket Flags 0x40e10000 -> forwardable renewable initial pre_authent name_canonicalize\n' +
     '\tSession Key Type: AES-256-CTS-HMAC-SHA1-96\n' +
     `\tCache Flags: ${index === 0 ? '0x1 -> PRIMARY' : '0'}\n` +
-    `\tKdc Called: ${kdc}\n`
+    `\tKdc Called: ${ticket.kdc}\n`
   );
 }
 
-function klist(argv: string[], identity: ContainerIdentity): CommandResult {
+function klist(argv: string[], identity: ContainerIdentity, session: LogonSession = new LogonSession(Date.now)): CommandResult {
   const sub = (argv[1] ?? 'tickets').toLowerCase();
-  if (sub !== 'tickets' && sub !== 'tgt' && sub !== 'get') {
-    return fail(`klist: unknown option ${argv[1] ?? ''}\nUsage: klist [tickets | tgt | get <spn>]\n`);
+  if (sub !== 'tickets' && sub !== 'tgt' && sub !== 'get' && sub !== 'purge') {
+    return fail(`klist: unknown option ${argv[1] ?? ''}\nUsage: klist [tickets | tgt | purge | get <spn>]\n`);
   }
   if (sub === 'get' && argv.length !== 3) return fail('klist get: a service principal name is required\n');
-  const access = identity.domainAccess;
   const header = `\nCurrent LogonId is 0:${identity.logonId}\n`;
+  if (sub === 'purge') {
+    session.purge();
+    return ok(`${header}\tDeleting all tickets:\n\tTicket(s) purged!\n`);
+  }
+  const access = identity.domainAccess;
+  const show = (tickets: readonly KerberosTicket[]): CommandResult => ok(`${header}\nCached Tickets: (${tickets.length})\n\n${tickets.map((t, i) => kerberosTicket(i, t)).join('\n')}${tickets.length === 0 ? '' : '\n'}`);
   if (identity.networkIdentity === undefined || access.kind === 'none') {
     if (sub === 'get') return klistFailure(identity, STATUS_NO_LOGON_SERVERS);
     return ok(`${header}\nCached Tickets: (0)\n\n`);
   }
-  if (access.kind === 'failed') return klistFailure(identity, access.failure.kerberosStatus);
   const realm = access.domain.dnsName.toUpperCase();
   const client = `${identity.networkIdentity.slice(identity.networkIdentity.indexOf('\\') + 1)} @ ${realm}`;
-  const tickets = [kerberosTicket(0, client, `krbtgt/${realm} @ ${realm}`, access.domainController)];
+  const tgtName = `krbtgt/${realm} @ ${realm}`;
+  // A new ticket needs the domain as it is now: a working logon and clocks within Kerberos' limit.
+  const request = (server: string): KerberosTicket | CommandResult => {
+    if (access.kind === 'failed') return klistFailure(identity, access.failure);
+    if (access.kerberosFailure !== undefined) return klistFailure(identity, access.kerberosFailure);
+    return session.obtain(client, server, access.domainController, access.passwordVersion ?? 1);
+  };
+  const tgt = session.find(tgtName) ?? request(tgtName);
+  if (!('server' in tgt)) return tgt;
   if (sub === 'get') {
     const spn = argv[2]!;
-    if (!/^krbtgt(\/|$)/i.test(spn)) tickets.push(kerberosTicket(1, client, `${spn} @ ${realm}`, access.domainController));
+    if (!/^krbtgt(\/|$)/i.test(spn)) {
+      const server = `${spn} @ ${realm}`;
+      const ticket = session.find(server) ?? request(server);
+      if (!('server' in ticket)) return ticket;
+    }
   }
-  return ok(`${header}\nCached Tickets: (${tickets.length})\n\n${tickets.join('\n')}\n`);
+  const cached = session.cached();
+  return show(sub === 'tgt' ? cached.filter((t) => t === tgt) : cached);
 }
 
 /** Handlers by program name, for the command emulator's registry. */
@@ -169,9 +194,9 @@ export function identityCommandFor(argv: readonly string[]): IdentityCommandHand
 }
 
 /** Runs argv if it is an identity command; undefined otherwise (the emulator handles it). */
-export function runIdentityCommand(argv: readonly string[], identity: ContainerIdentity): CommandResult | undefined {
+export function runIdentityCommand(argv: readonly string[], identity: ContainerIdentity, session?: LogonSession): CommandResult | undefined {
   const handler = identityCommandFor(argv);
-  return handler === undefined ? undefined : handler([...argv], identity);
+  return handler === undefined ? undefined : handler([...argv], identity, session);
 }
 
 /** Splits a cmd.exe command line into words (double quotes group; they are removed). */
@@ -201,7 +226,7 @@ export function splitCommandLine(line: string): string[] {
  * `cmd /c <line>` for identity commands: cmd expands `%VAR%` in the whole line first, then runs
  * the command. Undefined when the line is not an identity command.
  */
-export function runIdentityCommandLine(line: string, identity: ContainerIdentity): CommandResult | undefined {
+export function runIdentityCommandLine(line: string, identity: ContainerIdentity, session?: LogonSession): CommandResult | undefined {
   const expanded = expandWindowsVariables(line, identity.environment);
-  return runIdentityCommand(splitCommandLine(expanded.trim()), identity);
+  return runIdentityCommand(splitCommandLine(expanded.trim()), identity, session);
 }

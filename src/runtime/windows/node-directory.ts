@@ -4,7 +4,7 @@ import { RuntimeError } from '../errors.js';
 import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
 import { validateImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
-import type { CcgPluginSpec, DomainControllerSpec, DomainSpec, GmsaSpec, NodeFile } from './node-file.js';
+import type { CcgPluginSpec, DomainControllerSpec, DomainSource, DomainSpec, GmsaSpec, NodeFile } from './node-file.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 
@@ -37,15 +37,35 @@ function nodeFileError(source: string, path: string, reason: string): RuntimeErr
 /**
  * The simulated node and the Active Directory it sees. Built only from a validated node file
  * (`parseNodeFile`, `loadNodeFile`, `defaultNodeDirectory`); lookups are case-insensitive, as in AD.
+ * A runtime's own directory reads its domains from the runtime's live domain (`live`) at every
+ * lookup, so a change applied while containers run is what their next identity operation sees;
+ * without one, the node file's domains.
  */
 export class NodeDirectory {
   readonly file: NodeFile;
   /** Where the node came from, for messages (`node.yaml`, or `embedded default node`). */
   readonly source: string;
+  private readonly live: DomainSource | undefined;
 
-  constructor(file: NodeFile, source: string) {
+  constructor(file: NodeFile, source: string, live?: DomainSource) {
     this.file = file;
     this.source = source;
+    this.live = live;
+  }
+
+  /** The same node reading its domains from `live`. */
+  withDomainSource(live: DomainSource): NodeDirectory {
+    return new NodeDirectory(this.file, this.source, live);
+  }
+
+  /** The domains as they are now. */
+  get domains(): readonly DomainSpec[] {
+    return this.live?.domains ?? this.file.domains;
+  }
+
+  /** The live domain's generation (0: the node file's domains, which never change). */
+  get domainGeneration(): number {
+    return this.live?.generation ?? 0;
   }
 
   get name(): string {
@@ -67,7 +87,9 @@ export class NodeDirectory {
   }
 
   get ccgPlugin(): CcgPluginSpec | undefined {
-    return this.file.node.ccgPlugin;
+    const plugin = this.file.node.ccgPlugin;
+    const healthy = plugin === undefined ? undefined : this.live?.ccgPluginHealthy(plugin.pluginGuid);
+    return healthy === undefined || plugin === undefined ? plugin : { ...plugin, healthy };
   }
 
   get localUsers(): string[] {
@@ -90,7 +112,7 @@ export class NodeDirectory {
 
   /** A domain by DNS or NetBIOS name. */
   findDomain(name: string): DomainSpec | undefined {
-    return this.file.domains.find((d) => same(d.dnsName, name) || same(d.netbiosName, name));
+    return this.domains.find((d) => same(d.dnsName, name) || same(d.netbiosName, name));
   }
 
   findGmsa(domain: DomainSpec, name: string): GmsaSpec | undefined {
@@ -98,14 +120,19 @@ export class NodeDirectory {
     return domain.gmsas?.find((g) => same(g.name, bare));
   }
 
-  /** At least one domain controller of the domain answers. */
-  isReachable(domain: DomainSpec): boolean {
-    return domain.domainControllers.some((dc) => dc.reachable !== false);
+  /** Whether this node reaches the domain controller (it is up, and not cut off from this node). */
+  reaches(dc: DomainControllerSpec): boolean {
+    return dc.reachable !== false && !(dc.unreachableFrom ?? []).some((n) => same(n, this.name));
   }
 
-  /** The first reachable domain controller, as nltest names it. */
+  /** At least one domain controller of the domain answers this node. */
+  isReachable(domain: DomainSpec): boolean {
+    return domain.domainControllers.some((dc) => this.reaches(dc));
+  }
+
+  /** The first domain controller this node reaches, as nltest names it. */
   reachableController(domain: DomainSpec): DomainControllerSpec | undefined {
-    return domain.domainControllers.find((dc) => dc.reachable !== false);
+    return domain.domainControllers.find((dc) => this.reaches(dc));
   }
 
   findLocalUser(name: string): string | undefined {
@@ -162,8 +189,8 @@ export class NodeDirectory {
   }
 }
 
-/** Cross-field rules a JSON Schema cannot express; the first problem is reported. */
-function checkNodeFileConsistency(file: NodeFile, source: string): void {
+/** Cross-field rules a JSON Schema cannot express; the first problem is reported (the live domain's apply uses them too). */
+export function checkNodeFileConsistency(file: Pick<NodeFile, 'node' | 'domains'>, source: string): void {
   const seenDns = new Map<string, number>();
   const seenNetbios = new Map<string, number>();
   file.domains.forEach((domain, i) => {
@@ -189,7 +216,7 @@ function checkNodeFileConsistency(file: NodeFile, source: string): void {
       names.set(key, `domains[${i}].gmsas[${j}]`);
     });
   });
-  const directory = new NodeDirectory(file, source);
+  const directory = new NodeDirectory(file as NodeFile, source);
   const { domain, ccgPlugin } = file.node;
   if (domain !== undefined && directory.findDomain(domain) === undefined) {
     throw nodeFileError(source, 'node.domain', `"${domain}" is not one of the domains defined in domains`);

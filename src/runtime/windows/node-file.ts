@@ -2,10 +2,14 @@ import type { NodeFileTiming } from '../call-conditions/node-file-timing.js';
 import type { ImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
 
-/** A domain controller of the simulated AD; `reachable: false` simulates DC/DNS outages. */
+/** A domain controller of the simulated AD; `reachable: false` simulates an outage. */
 export interface DomainControllerSpec {
   name: string;
   reachable?: boolean;
+  /** Computer names of the nodes that cannot reach it while others can. */
+  unreachableFrom?: string[];
+  /** How far its clock is ahead of the nodes' (negative: behind); Kerberos allows 300 s. */
+  clockSkewSeconds?: number;
 }
 
 export interface GroupSpec {
@@ -19,6 +23,8 @@ export interface GmsaSpec {
   name: string;
   /** The gMSA's PrincipalsAllowedToRetrieveManagedPassword. */
   principalsAllowedToRetrieveManagedPassword: string[];
+  /** Version of the managed password (1 when absent); raising it rotates the password. */
+  passwordVersion?: number;
 }
 
 export interface DomainSpec {
@@ -28,6 +34,8 @@ export interface DomainSpec {
   guid: string;
   /** The forest root domain (credential spec `DnsTreeName`). */
   dnsTreeName: string;
+  /** false: the domain's DNS records do not resolve (no domain controller can be located). */
+  dnsResolvable?: boolean;
   domainControllers: DomainControllerSpec[];
   groups?: GroupSpec[];
   gmsas?: GmsaSpec[];
@@ -40,6 +48,18 @@ export interface CcgPluginSpec {
   account: string;
   /** false: the plugin fails, so every container that needs it fails to start. */
   healthy?: boolean;
+}
+
+/**
+ * Where a node reads its domains at the moment it needs them: the runtime's live domain
+ * (live-domain.ts), which `ad apply` and scenarios change while containers run.
+ */
+export interface DomainSource {
+  /** Raised by every change; checks kept for a generation are not used after it. */
+  readonly generation: number;
+  readonly domains: readonly DomainSpec[];
+  /** The live health of the CCG plugin with this CLSID, when the live state names it. */
+  ccgPluginHealthy(pluginGuid: string): boolean | undefined;
 }
 
 /** The node file (`--node node.yaml`), schema `schemas/node.schema.json`. */

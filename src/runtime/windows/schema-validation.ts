@@ -28,13 +28,18 @@ export interface CompiledSchema<T> {
  * Declares a schema; it is compiled on first use (by an ajv instance of its own) and then kept:
  * an immutable table every runtime of the process may share. Compiling every schema at module
  * load cost start-up time for schemas a run may never need (the credential spec schema waits
- * for the first gMSA container).
+ * for the first gMSA container). `referenced`: schemas it `$ref`s by their `$id`.
  */
-export function compileSchema<T>(schema: object): CompiledSchema<T> {
+export function compileSchema<T>(schema: object, referenced: readonly object[] = []): CompiledSchema<T> {
   let compiled: ValidateFunction<T> | undefined;
   return {
     get validate(): ValidateFunction<T> {
-      compiled ??= createAjv().compile<T>(schema);
+      if (compiled === undefined) {
+        const ajv = createAjv();
+        // Schemas this one `$ref`s by their `$id` (the AD document reuses the node file's).
+        for (const other of referenced) ajv.addSchema(other);
+        compiled = ajv.compile<T>(schema);
+      }
       return compiled;
     },
   };

@@ -15,7 +15,11 @@ import {
   type CredentialSpecHandoffObserver,
   type CredentialSpecTransportKind,
 } from './credential-spec-handoff.js';
-import { registerIdentityCommands } from './identity-command-registration.js';
+import { registerIdentityCommands, type AdOperationCounters } from './identity-command-registration.js';
+import { formatPlan, parseScenario, planScenario, ScenarioRunner, type ScenarioDocument } from './ad-scenario.js';
+import { LiveDomain } from './live-domain.js';
+import { parseUserYaml, readUserFile } from '../validation/user-file.js';
+import { LogonSession } from './logon-session.js';
 import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
 import { SmallFileReader } from './security-options.js';
 
@@ -78,6 +82,10 @@ export interface WindowsRuntimeOptions {
   /** `--runtime-flavor`: dockershim-kep (default), cri-dockerd or containerd (flavors/). */
   runtimeFlavor?: string | undefined;
   credentialSpecMetrics?: CredentialSpecCounters | undefined;
+  /** Counters of the identity operations that ask the domain (`cri_winsim_ad_operations_total`). */
+  adOperationMetrics?: AdOperationCounters | undefined;
+  /** `--ad-scenario FILE` (and `--seed`): timed changes of the domain, started when the runtime opens. */
+  adScenario?: { file: string; seed?: number | undefined } | undefined;
   /** Tests only. */
   faults?: WindowsFaultInjection | undefined;
 }
@@ -95,6 +103,8 @@ export interface PreparedWindowsRuntime {
   /** A deprecated `--ad-mode` name was given: the warning `open` logs. */
   adModeDeprecation?: string | undefined;
   options: WindowsRuntimeOptions;
+  /** The `--ad-scenario` file, checked. */
+  scenario?: { document: ScenarioDocument; source: string; seed: number } | undefined;
 }
 
 /** How many started containers keep their identity object (the latest; a removed one at once). */
@@ -113,14 +123,21 @@ export class WindowsRuntime {
   /** AD access checks that came out the same for every container of a credential spec. */
   readonly accessChecks: AccessChecks;
   /**
-   * The identities of started containers, kept for the latest (keyed by container record); for
-   * others the same decision is made again (the node and its AD do not change while the runtime
-   * runs, and the decision depends on nothing else).
+   * The identities of started containers as decided in a generation of the live domain, kept for
+   * the latest (keyed by container record); for others, and after the domain changed, the
+   * decision is made again (it depends on the domain, the container and its logon session only).
    */
-  readonly identities = new BoundedCache<object, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  readonly identities = new BoundedCache<object, { generation: number; identity: ContainerIdentity }>(IDENTITY_CACHE_SIZE);
+  /** Started Windows containers' logon sessions: the password version held, the tickets cached. */
+  private readonly sessions = new WeakMap<object, LogonSession>();
+  /** The scenario running (its timers are this runtime's, stopped at close). */
+  private scenario: ScenarioRunner | undefined;
 
   private constructor(
+    /** The node, reading its domains from `domain` at every lookup. */
     readonly node: NodeDirectory,
+    /** The simulated AD as it is now: `domain.apply(desired, source)` changes it (live-domain.ts). */
+    readonly domain: LiveDomain,
     readonly mode: IdentityMode,
     readonly handoff: CredentialSpecHandoff,
     private readonly faults: WindowsFaultInjection | undefined,
@@ -142,7 +159,11 @@ export class WindowsRuntime {
     // containerd stages nothing; its hand-off is still opened, for the start-up sweep.
     const transport = flavor.transport ?? 'file';
     const node = options.node ?? (await openNodeDirectory(options.nodeFile));
-    return { node, mode, transport, flavor, adModeName: adMode.name, adModeDeprecation: adMode.deprecation, options };
+    const file = options.adScenario?.file;
+    const scenario = file === undefined
+      ? undefined
+      : { document: parseScenario(parseUserYaml(await readUserFile(file, 'Active Directory scenario'), file), file), source: file, seed: options.adScenario?.seed ?? 0 };
+    return { node, mode, transport, flavor, adModeName: adMode.name, adModeDeprecation: adMode.deprecation, options, scenario };
   }
 
   /** Opens the credential spec hand-off under `stateDir`, sweeps leftovers, installs the identity commands. */
@@ -163,16 +184,47 @@ export class WindowsRuntime {
       onRemoved: () => counters?.onRemoved(),
     };
     const handoff = await CredentialSpecHandoff.open(stateDir, transport, logger, observer, load, random);
-    const runtime = new WindowsRuntime(node, mode, handoff, options.faults, logger, load);
+    // The runtime's own domain, starting from the node file's; the node reads it live.
+    const domain = new LiveDomain(node.file.node, { domains: node.file.domains, source: node.source });
+    domain.onChange((state) => logger.info({ generation: state.generation, source: state.source }, 'active directory changed'));
+    const runtime = new WindowsRuntime(node.withDomainSource(domain), domain, mode, handoff, options.faults, logger, load);
     if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];
-    registerIdentityCommands(commands);
+    registerIdentityCommands(commands, options.adOperationMetrics);
     logger.info(
       { node: node.name, nodeSource: node.source, adMode: prepared.adModeName ?? mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
       'windows node ready',
     );
     return runtime;
+  }
+
+  /**
+   * Starts a scenario of timed domain changes (ad-scenario.ts), stopping the one running; refused
+   * whole (nothing scheduled) when it is invalid or names what the domain does not have.
+   */
+  startScenario(data: unknown, source: string, seed: number): ScenarioRunner {
+    const document = parseScenario(data, source);
+    const runner = new ScenarioRunner(this.domain, document, source, planScenario(document, seed), this.logger);
+    this.scenario?.stop();
+    this.scenario = runner;
+    this.logger.info({ scenario: source, seed, plan: formatPlan(runner.plan) }, 'active directory scenario started');
+    return runner;
+  }
+
+  /** The scenario started last (running or done), if any. */
+  get currentScenario(): ScenarioRunner | undefined {
+    return this.scenario;
+  }
+
+  /** A started container's logon session (made on first use; it goes with the record). */
+  logonSession(container: object, now: () => number): LogonSession {
+    let session = this.sessions.get(container);
+    if (session === undefined) {
+      session = new LogonSession(now);
+      this.sessions.set(container, session);
+    }
+    return session;
   }
 
   /** Fails the current operation when a test injected a fault at this step. */
@@ -208,6 +260,7 @@ export class WindowsRuntime {
 
   /** Shutdown: the containers die with the runtime's memory, so every staged spec goes. */
   async close(keep: Iterable<readonly string[]> = []): Promise<void> {
+    this.scenario?.stop();
     await this.handoff.close(keep);
   }
 }

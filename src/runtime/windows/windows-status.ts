@@ -48,6 +48,16 @@ export const STATUS_NO_TRUST_SAM_ACCOUNT: NtStatus = {
   text: 'The SAM database on the Windows Server does not have a computer account for this workstation trust relationship.',
 };
 
+/**
+ * What the Kerberos package reports for KRB_AP_ERR_SKEW (the clocks differ by more than the
+ * 5 minutes Kerberos allows); text of [MS-ERREF] 2.3.1.
+ */
+export const STATUS_TIME_DIFFERENCE_AT_DC: NtStatus = {
+  value: 0xc0000133,
+  name: 'STATUS_TIME_DIFFERENCE_AT_DC',
+  text: 'The time at the primary domain controller is different from the time at the backup domain controller or member server by too large an amount.',
+};
+
 /** `0xc0000022/-1073741790`, as klist writes an NTSTATUS. */
 export function formatNtStatus(status: NtStatus): string {
   return `0x${status.value.toString(16)}/${status.value | 0}`;
