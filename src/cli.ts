@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --single-threaded-gc --max-semi-space-size=4
 import { Command, CommanderError } from 'commander';
+import { followLauncher } from './launcher-link.js';
 import { runtimeCommand } from './commands/runtime.js';
 import { kubeletCommand } from './commands/kubelet.js';
 import { demoCommand } from './commands/demo.js';
@@ -71,4 +72,5 @@ async function main(): Promise<void> {
   }
 }
 
+followLauncher();
 await main();

@@ -111,5 +111,11 @@ export function combineObservers(...observers: (CallObserver | undefined)[]): Ca
     onCall(method: string, durationSeconds: number, code: status): void {
       for (const observer of present) observer.onCall(method, durationSeconds, code);
     },
+    onCallStarted(method: string): void {
+      for (const observer of present) observer.onCallStarted?.(method);
+    },
+    onCallEnded(method: string): void {
+      for (const observer of present) observer.onCallEnded?.(method);
+    },
   };
 }
