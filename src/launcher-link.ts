@@ -21,12 +21,15 @@ export function followLauncher(): void {
   if (channel === undefined) return;
   // The channel carries no messages; it must not keep a finished command (--version) alive.
   channel.unref();
-  process.once('disconnect', () => {
+  const stop = (): void => {
     // The same path as a supervisor's SIGTERM: the commands' own handlers, or node's default.
     process.kill(process.pid, 'SIGTERM');
     setTimeout(() => {
       process.stderr.write(`cri-winsim: the launcher is gone and the command did not stop within ${ORPHAN_EXIT_MS} ms; exiting\n`);
       process.exit(1);
     }, ORPHAN_EXIT_MS).unref();
-  });
+  };
+  // Loading the modules takes turns of the event loop: the launcher may have died already.
+  if (!process.connected) stop();
+  else process.once('disconnect', stop);
 }

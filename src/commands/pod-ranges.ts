@@ -1,17 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { blockOf, describeBlock, PodRangeRegistry, type PodRangeLease } from '../runtime/network/pod-range-registry.js';
+import { blockOf, describeBlock, machinePodRangeRegistry, type PodRangeLease } from '../runtime/network/pod-range-registry.js';
 import { loopbackPodCidr } from '../runtime/network/pod-ip-pool.js';
-
-/**
- * Where the runtimes of this machine lease their pod ranges (runtime/network/pod-range-registry.ts):
- * a directory under the temporary directory, shared by every cri-winsim process that has the same
- * one (TMPDIR unset: /tmp).
- */
-export function podRangeRegistry(): PodRangeRegistry {
-  return new PodRangeRegistry(join(tmpdir(), 'cri-winsim-pod-ranges'));
-}
 
 /** The file in a state directory that remembers its last default range, so a restart gets it back when it is free. */
 const REMEMBERED_RANGE_FILE = 'pod-range';
@@ -41,7 +31,7 @@ export interface LeasedPodRange {
  * else the first free /16 of 127.10.0.0 upwards, the one this state directory had last time first.
  */
 export async function leaseRuntimePodRange(given: string | undefined, stateDir: string): Promise<LeasedPodRange> {
-  const registry = podRangeRegistry();
+  const registry = machinePodRangeRegistry();
   if (given !== undefined) {
     const cidr = loopbackPodCidr(given, '--pod-cidr');
     return { podCidr: cidr.text, lease: await registry.claim(blockOf(cidr), stateDir, '--pod-cidr'), chosen: false };
@@ -58,6 +48,6 @@ export async function leaseRuntimePodRange(given: string | undefined, stateDir: 
 export async function leaseNodePodRanges(count: number, stateRoot: string): Promise<{ lease: PodRangeLease; firstOctet: number }> {
   const sixteens = Math.ceil(count / 256);
   const preferred = (await rememberedOctet(stateRoot)) ?? (count === 1 ? DEFAULT_OCTET : DEFAULT_OCTET + 1);
-  const lease = await podRangeRegistry().claimFree(sixteens, preferred, stateRoot);
+  const lease = await machinePodRangeRegistry().claimFree(sixteens, preferred, stateRoot);
   return { lease, firstOctet: Math.floor(lease.block.first / 65_536) % 256 };
 }

@@ -1,4 +1,5 @@
 import { chmod, mkdir, readdir, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeError } from '../errors.js';
 import { holderAlive, PidLockFile, readHolder, type LockHolder } from '../pid-lock-file.js';
@@ -143,4 +144,12 @@ export class PodRangeRegistry {
     }
     return live;
   }
+}
+
+/**
+ * The registry the cri-winsim processes of this machine share: `cri-winsim-pod-ranges` under the
+ * temporary directory (TMPDIR unset: /tmp).
+ */
+export function machinePodRangeRegistry(): PodRangeRegistry {
+  return new PodRangeRegistry(join(tmpdir(), 'cri-winsim-pod-ranges'));
 }
