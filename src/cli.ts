@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The build writes the node flags (src/tuning/node-flags.ts) into the line above: scripts/finish-build.mjs.
 import { Command, CommanderError } from 'commander';
+import { followLauncher } from './launcher-link.js';
 import { runtimeCommand } from './commands/runtime.js';
 import { kubeletCommand } from './commands/kubelet.js';
 import { demoCommand } from './commands/demo.js';
@@ -74,4 +75,5 @@ async function main(): Promise<void> {
   }
 }
 
+followLauncher();
 await main();

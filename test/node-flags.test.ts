@@ -7,27 +7,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_FLAGS, nodeFlagsShebang } from '../src/tuning/node-flags.js';
 import { cliPath, repoRoot } from './support/paths.js';
-import { processRunning, programFlagsOf, runProcess } from './support/process.js';
+import { childrenOf, processRunning, programFlagsOf, runProcess } from './support/process.js';
 import { startRuntime, type RuntimeHandle } from './support/runtime.js';
 
 const firstLine = (path: string): string => readFileSync(path, 'utf8').split('\n', 1)[0] as string;
 const launcherPath = join(repoRoot, 'dist', 'src', 'launcher.js');
-
-/** The live children of pid, from /proc/<pid>/stat ("pid (comm) state ppid ..."). */
-function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) === pid && state !== 'Z') children.push(Number(entry));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return children;
-}
 
 describe('node flags of the cri-winsim processes', () => {
   const shebang = nodeFlagsShebang();

@@ -33,6 +33,8 @@ import { withExamples } from './help-examples.js';
 import { untilSignal } from './shutdown-signal.js';
 import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import { DEFAULT_OS_BUILD } from '../runtime/windows/default-node.js';
+import { assertStateDirFree } from '../runtime/state-dir-lock.js';
+import { leaseNodePodRanges, rememberPodRange } from './pod-ranges.js';
 
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 export const NODE_READY_MESSAGE = 'cri-winsim node ready';
@@ -160,10 +162,13 @@ export function nodeAddress(index: number, count: number, given?: string): strin
   return `127.0.${1 + Math.floor(index / 254)}.${1 + (index % 254)}`;
 }
 
-/** The loopback pod CIDR of node i of n. */
-export function podCidr(index: number, count: number): string {
-  if (count === 1) return '127.10.0.0/16';
-  return `127.${11 + Math.floor(index / 256)}.${index % 256}.0/24`;
+/**
+ * The loopback pod CIDR of node i of n, in the block the process leased (pod-ranges.ts) from
+ * 127.<firstOctet>.0.0: the whole /16 for one node, a /24 each for several.
+ */
+export function podCidr(index: number, count: number, firstOctet = count === 1 ? 10 : 11): string {
+  if (count === 1) return `127.${firstOctet}.0.0/16`;
+  return `127.${firstOctet + Math.floor(index / 256)}.${index % 256}.0/24`;
 }
 
 /** The NetBIOS computer name of a node (≤ 15 characters): the node name, its tail kept when too long. */
@@ -340,6 +345,10 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const osBuild = template.osBuild;
   const identities = names.map((name, i) => identityFor(name, i, names.length, osBuild, options));
   const stateRoot = resolve(options.stateDir);
+  const stateDirOf = (name: string): string => (names.length === 1 ? stateRoot : join(stateRoot, name));
+  // Another live process on these state directories is named before anything is opened.
+  for (const name of names) await assertStateDirFree(join(stateDirOf(name), 'runtime'));
+  const ranges = await leaseNodePodRanges(names.length, stateRoot);
   const opened: { runtime: NodeRuntime; server: CriServer; cri: CriClient }[] = [];
   const closeAll = async (): Promise<void> => {
     for (const o of opened.reverse()) {
@@ -347,11 +356,14 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
       await o.server.close().catch((err: unknown) => logger.error({ err }, 'closing a CRI server failed'));
       await o.runtime.close().catch((err: unknown) => logger.error({ err }, 'closing a runtime failed'));
     }
+    await ranges.lease.release();
   };
   const plans: NodePlan[] = [];
   try {
+    await mkdir(stateRoot, { recursive: true, mode: 0o700 });
+    await rememberPodRange(stateRoot, ranges.lease);
     for (const [i, identity] of identities.entries()) {
-      const stateDir = names.length === 1 ? stateRoot : join(stateRoot, identity.name);
+      const stateDir = stateDirOf(identity.name);
       const endpoint = `unix://${join(stateDir, 'cri.sock')}`;
       await mkdir(stateDir, { recursive: true, mode: 0o700 });
       await assertEndpointFree(endpoint);
@@ -361,8 +373,9 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
       const runtime = await NodeRuntime.open({
         stateDir: join(stateDir, 'runtime'),
         logger: runtimeLogger,
-        // Pod IPs are loopback: 127.10.0.0/16 for one node, a /24 of 127.11.0.0/16 upwards per node of several.
-        podCidr: podCidr(i, names.length),
+        // Pod IPs are loopback: the leased /16 for one node (127.10.0.0/16 when free), a /24 of
+        // the leased /16s per node of several (from 127.11.0.0/16 when free).
+        podCidr: podCidr(i, names.length, ranges.firstOctet),
         // Durable unless --ephemeral: a restarted node process finds its pods, and its kubelet
         // adopts them by their UID label instead of running them again.
         durable: options.ephemeral !== true,

@@ -11,6 +11,8 @@ import { addLogFlags, logSettings } from './log-flags.js';
 import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { untilSignal } from './shutdown-signal.js';
+import { assertStateDirFree } from '../runtime/state-dir-lock.js';
+import { leaseRuntimePodRange, rememberPodRange, type LeasedPodRange } from './pod-ranges.js';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
 
 export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
@@ -48,8 +50,8 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   loggingFormat?: LogFormat;
   /** Seconds without a changing RPC before one full garbage collection; 0: never. */
   idleGcSeconds: number;
-  /** Loopback range pod IPs come from. */
-  podCidr: string;
+  /** Loopback range pod IPs come from; absent: the first free /16 of 127.10.0.0 upwards (pod-ranges.ts). */
+  podCidr?: string;
   /** Where the streaming server (exec, attach, port-forward) listens. */
   streamingAddress: string;
   /** False with --ephemeral: state in memory only, forgotten on restart. */
@@ -58,7 +60,7 @@ export interface RuntimeCommandOptions extends CallConditionFlags {
   simulateReboot?: boolean;
 }
 
-async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
+async function openNodeRuntime(options: RuntimeCommandOptions & { podCidr: string }, logger: Logger, metrics: RuntimeMetrics | undefined): Promise<NodeRuntime> {
   // Loaded on demand so `cri-winsim kubelet …` does not load the runtime.
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
   return NodeRuntime.open({
@@ -87,10 +89,22 @@ async function openNodeRuntime(options: RuntimeCommandOptions, logger: Logger, m
  * (and metrics when asked), then shuts down gracefully and removes the socket.
  */
 export async function serveRuntime(options: RuntimeCommandOptions): Promise<void> {
-  // Refuse bad addresses and a socket another runtime serves before anything is opened or
-  // created (opening the runtime resets its state directory).
+  // Refuse bad addresses, a state directory or a socket another runtime uses, before anything
+  // is opened or created (opening the runtime resets its state directory).
+  const stateDir = resolve(options.stateDir);
+  await assertStateDirFree(stateDir);
   await assertEndpointFree(options.listen);
   if (options.metricsAddr !== undefined) parseMetricsAddress(options.metricsAddr);
+  // A pod range no other runtime of the machine hands out from, held until the process ends.
+  const range = await leaseRuntimePodRange(options.podCidr, stateDir);
+  try {
+    await serveOnRange({ ...options, podCidr: range.podCidr }, range);
+  } finally {
+    await range.lease.release();
+  }
+}
+
+async function serveOnRange(options: RuntimeCommandOptions & { podCidr: string }, range: LeasedPodRange): Promise<void> {
   tuneJitForRequestHandlers();
   // Batched: the runtime logs several lines per pod lifecycle (as containerd does at info).
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim', batch: true, ...(options.loggingFormat === undefined ? {} : { format: options.loggingFormat }) });
@@ -105,6 +119,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
         leakedCredentialSpecs: () => runtime?.credentialSpecLeaks() ?? Promise.resolve(0),
       });
   runtime = await openNodeRuntime(options, logger.child({ component: 'runtime' }), metrics);
+  if (range.chosen) await rememberPodRange(runtime.context.settings.stateDir, range.lease);
   const idleCollector = options.idleGcSeconds > 0
     ? new IdleCollector(options.idleGcSeconds * 1000, compactingCollection(), logger.child({ component: 'gc' }))
     : undefined;
@@ -144,6 +159,7 @@ export async function serveRuntime(options: RuntimeCommandOptions): Promise<void
       logger.error({ err }, `closing the ${what} failed`);
     }
   }
+  await range.lease.release();
   logger.info({ endpoint }, 'cri-winsim runtime stopped');
   await new Promise<void>((done) => logger.flush(() => done()));
   process.exit(failed ? 1 : 0);
@@ -163,7 +179,7 @@ export function runtimeCommand(): Command {
         .choices(['file', 'registry']),
     )
     .option('--streaming-address <host:port>', 'loopback address of the streaming server for exec, attach and port-forward (port 0: a free one)', '127.0.0.1:0')
-    .option('--pod-cidr <cidr>', 'loopback range pod IPs come from (inside 127.0.0.0/8)', '127.10.0.0/16')
+    .option('--pod-cidr <cidr>', 'loopback range pod IPs come from (inside 127.0.0.0/8; default: the first /16 from 127.10.0.0/16 up that no other runtime of the machine uses)')
     .option('--metrics-addr <host:port>', 'serve Prometheus metrics on this loopback address (default: off)');
   addCallConditionFlags(command);
   addWindowsRuntimeFlags(command);

@@ -11,6 +11,12 @@ import { isExpectedError, statusName, toStatusError, unimplemented, type CriStat
  */
 export interface CallObserver {
   onCall(method: string, durationSeconds: number, code: status): void;
+  /**
+   * A unary call reached its handler and is in flight until onCallEnded (the in-flight gauge);
+   * streams are not counted, they stay open for as long as their client listens.
+   */
+  onCallStarted?(method: string): void;
+  onCallEnded?(method: string): void;
 }
 
 /** What every handler shares: the server's logger and the optional observer. */
@@ -80,6 +86,8 @@ export function unary<Req, Res>(
       log = ctx.logger.child(ids === undefined ? { method } : { method, ...ids(call.request) });
       log.debug('call');
     }
+    const observer = ctx.observer;
+    observer?.onCallStarted?.(method);
     let pending: Promise<Res>;
     try {
       pending = run(call.request, deadlineOf(call));
@@ -88,11 +96,13 @@ export function unary<Req, Res>(
     }
     pending.then(
       (response) => {
+        observer?.onCallEnded?.(method);
         observe(ctx, method, startedAt, status.OK);
         log?.debug('call done');
         callback(null, response);
       },
       (err: unknown) => {
+        observer?.onCallEnded?.(method);
         const sent = toStatusError(err);
         reportFailure(ctx, log, method, err, sent);
         observe(ctx, method, startedAt, sent.code);
@@ -137,6 +147,12 @@ export function combineObservers(...observers: (CallObserver | undefined)[]): Ca
   return {
     onCall(method: string, durationSeconds: number, code: status): void {
       for (const observer of present) observer.onCall(method, durationSeconds, code);
+    },
+    onCallStarted(method: string): void {
+      for (const observer of present) observer.onCallStarted?.(method);
+    },
+    onCallEnded(method: string): void {
+      for (const observer of present) observer.onCallEnded?.(method);
     },
   };
 }

@@ -119,6 +119,7 @@ export class RuntimeMetrics {
   // Children cached per method: onCall runs around every RPC and label hashing is not free.
   private readonly durationChildren = new Map<string, { observe(value: number): void }>();
   private readonly operationChildren = new Map<string, { inc(): void }>();
+  private readonly inFlight: { inc(): void; dec(): void };
   private liveSandboxes: (() => number) | undefined;
   private liveContainers: (() => number) | undefined;
   private leakedCredentialSpecs: (() => Promise<number>) | undefined;
@@ -145,6 +146,13 @@ export class RuntimeMetrics {
       name: `${METRIC_PREFIX}runtime_operations_errors_total`,
       help: 'Cumulative number of runtime operation errors by operation type and gRPC status code.',
       labelNames: ['operation_type', 'code'],
+      registers,
+    });
+
+    // Load tests wait on this (0: every call answered) instead of on a guessed pause.
+    this.inFlight = new Gauge({
+      name: `${METRIC_PREFIX}runtime_operations_in_flight`,
+      help: 'Number of runtime operations (unary CRI calls) received and not yet answered.',
       registers,
     });
 
@@ -269,6 +277,14 @@ export class RuntimeMetrics {
     if (code !== 0 && code !== 'OK' && code !== 'ok') {
       this.errors.labels(operationType(method), grpcCodeName(code)).inc();
     }
+  }
+
+  onCallStarted(): void {
+    this.inFlight.inc();
+  }
+
+  onCallEnded(): void {
+    this.inFlight.dec();
   }
 
   /** The text exposition of every metric, as served at /metrics. */

@@ -13,6 +13,7 @@ import { createCriClient } from '../cri/proto.js';
 import { CriServer } from '../cri/server.js';
 import { createLogger, silentLogger, type LogFormat, type Logger } from '../log.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
+import { describeBlock, machinePodRangeRegistry } from '../runtime/network/pod-range-registry.js';
 import type { CallConditionsOptions } from '../runtime/call-conditions/call-conditions.js';
 import { loadExampleManifest, type AdMode, type ExampleManifest } from './example-manifest.js';
 import type { RuntimeFlavorName } from '../runtime/flavors/flavor.js';
@@ -126,13 +127,14 @@ export function tryItYourself(endpoint: string, crictlConfig: string, report: Ex
   return lines.join('\n');
 }
 
-async function openRuntime(stateDir: string, manifest: ExampleManifest, options: DemoOptions, logger: Logger): Promise<NodeRuntime> {
+async function openRuntime(stateDir: string, podCidr: string, manifest: ExampleManifest, options: DemoOptions, logger: Logger): Promise<NodeRuntime> {
   // Loaded on demand, as `cri-winsim runtime` does.
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
   const nodeFile = options.node ?? manifest.node;
   return NodeRuntime.open({
     stateDir,
     logger,
+    podCidr,
     windows: {
       nodeFile,
       adMode: manifest.adMode,
@@ -179,7 +181,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   try {
     const endpoint = `unix://${join(directory, 'cri.sock')}`;
     progress.step(`starting the runtime on ${endpoint} (node ${nodeFile === undefined ? 'WINNODE1, embedded' : relative(process.cwd(), nodeFile)}; --ad-mode ${adMode}; --runtime-flavor ${manifest.runtimeFlavor})`);
-    const runtime = await openRuntime(join(directory, 'state'), manifest, options, logger.child({ component: 'runtime' }));
+    // A pod range no runtime of the machine uses: the example's IIS binds port 80 on its pod IP.
+    const range = await machinePodRangeRegistry().claimFree(1, 10, join(directory, 'state'));
+    cleanups.push(['release the pod range', () => range.release()]);
+    const runtime = await openRuntime(join(directory, 'state'), describeBlock(range.block), manifest, options, logger.child({ component: 'runtime' }));
     cleanups.push(['close the runtime', () => runtime.close()]);
     const server = new CriServer({ runtime, logger: logger.child({ component: 'cri' }) });
     cleanups.push(['close the CRI server', () => server.close()]);

@@ -36,6 +36,8 @@ import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-ru
 import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeNetwork, encodeSandbox, NETWORK_RECORD_ID } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
+import type { PidLockFile } from './pid-lock-file.js';
+import { lockStateDir } from './state-dir-lock.js';
 import { ACTIVE_DIRECTORY_RPCS, type ActiveDirectoryApi } from './active-directory.js';
 import type { LiveDomain } from './windows/live-domain.js';
 import { DOMAIN_RECORD_ID, encodeDomain } from './store/domain-record.js';
@@ -129,6 +131,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     private readonly listeners: Set<(ev: ContainerEventResponse) => void>,
     private readonly conditions: CallConditions | undefined,
     private readonly db: MetadataDb | undefined,
+    private readonly lock: PidLockFile,
   ) {
     super();
     this.activeDirectory = {
@@ -178,11 +181,12 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     if (node.file.images !== undefined) imageSections.push(node.file.images);
     const imageWorld = new ImageWorld({ sections: imageSections, unknownImages, hostBuild: node.osBuild, ...(options.registry === undefined ? {} : { catalogue: options.registry }) });
     // Before anything is opened: a bad `timing` section in the node file fails here. The image
-    // size lookup reads ctx only when a PullImage is delayed.
+    // size lookup reads the image store only when a PullImage is delayed.
+    const images = new ImageStore();
     const conditions = new CallConditions(withNodeFileTiming(options.callConditions ?? {}, node.file.timing, node.source), node.name, (image) => {
       try {
         const reference = normaliseImageReference(image);
-        return ctx.images.resolve(reference) !== undefined ? 0 : ctx.registry.sizeOf(reference);
+        return images.resolve(reference) !== undefined ? 0 : imageWorld.sizeOf(reference);
       } catch {
         return undefined;
       }
@@ -191,101 +195,108 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       logger.info({ latencyProfile: conditions.profile.name, seed: conditions.seed, faults: conditions.faultSpecs() }, 'simulating call latency and faults');
     }
     await mkdir(settings.stateDir, { recursive: true, mode: 0o700 });
-    const durable = options.durable === true;
-    // Without durability state is in memory: runtime-owned logs of an earlier instance belong to
-    // nothing now, and a database a durable run left goes too (a later durable start must not
-    // bring back records whose logs and credential specs this run removes).
-    if (!durable) {
-      const leftovers = ['pods', 'containers', METADATA_DB_FILE, `${METADATA_DB_FILE}-wal`, `${METADATA_DB_FILE}-shm`];
-      await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
-    }
-    const commands = options.commands ?? new CommandRegistry();
-    registerBuiltinCommands(commands, imageFile);
-    let hostPid = 1000;
-    const listeners = new Set<(ev: ContainerEventResponse) => void>();
-    const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
-    // Leftover credential specs of an earlier instance are swept before anything serves.
-    // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
-    // would print the key twice.
-    const tuning = tuningParts<ContainerConfig__Output, (typeof RECORD_CONFIG_FIELDS)[number]>(options.tuning ?? MEASURED_TUNING, RECORD_CONFIG_FIELDS);
-    const load = tuning.fileCalls;
-    const random = new RandomSource();
-    const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
-    // Chosen once: the handlers see only this (ctx.flavor), with the Windows path it stages through.
-    const flavor = openRuntimeFlavor(flavorChoice, windows);
-    let streaming: StreamingServer;
+    // Before anything in the directory is reset or opened: another live runtime may be using it.
+    const lock = await lockStateDir(settings.stateDir);
     try {
-      streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
-    } catch (err) {
-      db?.close();
-      await windows.close();
-      throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
-    const ctx: RuntimeContext = {
-      settings,
-      logger,
-      clock: options.clock ?? systemClock,
-      sandboxes: new SandboxStore(tuning.strings),
-      containers: new ContainerStore(containerSpecsFor(flavor), tuning.strings, tuning.containerConfigs),
-      images: new ImageStore(),
-      registry: imageWorld,
-      commands,
-      network: { podIps: new PodIpPool(podCidr), updatedPodCidr: '', kubeletPodCidr: '', onPodCidrChange: undefined, forwards: new SandboxSockets(), hostPorts: new HostPorts() },
-      streaming,
-      windows,
-      flavor,
-      load,
-      random,
-      logFiles: new LogFileHandles(undefined, load.tidyUp),
-      onLogError: (err, path) => logger.warn({ err, logPath: path }, 'writing the container log failed'),
-      onContainerExit: (container, exit) => handleContainerExit(ctx, container, exit),
-      nextHostPid: () => ++hostPid,
-      hasEventListeners: () => listeners.size > 0,
-      publish: (event) => {
-        for (const listener of listeners) {
-          try {
-            listener(event);
-          } catch (err) {
-            logger.warn({ err }, 'container event listener failed');
-          }
-        }
-      },
-    };
-    if (db !== undefined) {
-      try {
-        const report = await recoverState(ctx, db, options.simulateReboot === true);
-        hostPid = Math.max(hostPid, report.maxHostPid);
-        // The sweep keeps the credential specs the reloaded containers still name.
-        const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
-        const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
-        logger.info(
-          { images: report.images, domainGeneration: report.domainGeneration, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },
-          'runtime state recovered',
-        );
-        if (report.podCidr !== undefined && report.podCidr !== podCidr.text) {
-          logger.info({ podCidr: report.podCidr, flag: podCidr.text }, 'the pod CIDR UpdateRuntimeConfig set before the restart is kept over the configured one');
-        }
-        persistChanges(ctx, db);
-      } catch (err) {
-        db.close();
-        await streaming.close();
-        await windows.close([...ctx.containers.all()].map((c) => c.securityOptions));
-        throw err;
+      const durable = options.durable === true;
+      // Without durability state is in memory: runtime-owned logs of an earlier instance belong to
+      // nothing now, and a database a durable run left goes too (a later durable start must not
+      // bring back records whose logs and credential specs this run removes).
+      if (!durable) {
+        const leftovers = ['pods', 'containers', METADATA_DB_FILE, `${METADATA_DB_FILE}-wal`, `${METADATA_DB_FILE}-shm`];
+        await Promise.all(leftovers.map((d) => rm(join(settings.stateDir, d), { recursive: true, force: true })));
       }
+      const commands = options.commands ?? new CommandRegistry();
+      registerBuiltinCommands(commands, imageFile);
+      let hostPid = 1000;
+      const listeners = new Set<(ev: ContainerEventResponse) => void>();
+      const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
+      // Leftover credential specs of an earlier instance are swept before anything serves.
+      // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
+      // would print the key twice.
+      const tuning = tuningParts<ContainerConfig__Output, (typeof RECORD_CONFIG_FIELDS)[number]>(options.tuning ?? MEASURED_TUNING, RECORD_CONFIG_FIELDS);
+      const load = tuning.fileCalls;
+      const random = new RandomSource();
+      const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
+      // Chosen once: the handlers see only this (ctx.flavor), with the Windows path it stages through.
+      const flavor = openRuntimeFlavor(flavorChoice, windows);
+      let streaming: StreamingServer;
+      try {
+        streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
+      } catch (err) {
+        db?.close();
+        await windows.close();
+        throw new RuntimeError('InvalidArgument', `streaming address ${streamingAddress}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+      const ctx: RuntimeContext = {
+        settings,
+        logger,
+        clock: options.clock ?? systemClock,
+        sandboxes: new SandboxStore(tuning.strings),
+        containers: new ContainerStore(containerSpecsFor(flavor), tuning.strings, tuning.containerConfigs),
+        images,
+        registry: imageWorld,
+        commands,
+        network: { podIps: new PodIpPool(podCidr), updatedPodCidr: '', kubeletPodCidr: '', onPodCidrChange: undefined, forwards: new SandboxSockets(), hostPorts: new HostPorts() },
+        streaming,
+        windows,
+        flavor,
+        load,
+        random,
+        logFiles: new LogFileHandles(undefined, load.tidyUp),
+        onLogError: (err, path) => logger.warn({ err, logPath: path }, 'writing the container log failed'),
+        onContainerExit: (container, exit) => handleContainerExit(ctx, container, exit),
+        nextHostPid: () => ++hostPid,
+        hasEventListeners: () => listeners.size > 0,
+        publish: (event) => {
+          for (const listener of listeners) {
+            try {
+              listener(event);
+            } catch (err) {
+              logger.warn({ err }, 'container event listener failed');
+            }
+          }
+        },
+      };
+      if (db !== undefined) {
+        try {
+          const report = await recoverState(ctx, db, options.simulateReboot === true);
+          hostPid = Math.max(hostPid, report.maxHostPid);
+          // The sweep keeps the credential specs the reloaded containers still name.
+          const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
+          const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
+          logger.info(
+            { images: report.images, domainGeneration: report.domainGeneration, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },
+            'runtime state recovered',
+          );
+          if (report.podCidr !== undefined && report.podCidr !== podCidr.text) {
+            logger.info({ podCidr: report.podCidr, flag: podCidr.text }, 'the pod CIDR UpdateRuntimeConfig set before the restart is kept over the configured one');
+          }
+          persistChanges(ctx, db);
+        } catch (err) {
+          db.close();
+          await streaming.close();
+          await windows.close([...ctx.containers.all()].map((c) => c.securityOptions));
+          throw err;
+        }
+      }
+      const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined, db, lock);
+      // After recovery: a scenario changes the domain the runtime came back with.
+      const scenario = preparedWindows.scenario;
+      if (scenario !== undefined) windows.startScenario(scenario.document, scenario.source, scenario.seed);
+      for (const ref of options.preloadImages ?? []) {
+        await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
+          image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
+          auth: null,
+          sandbox_config: null,
+        });
+      }
+      logger.info({ stateDir: settings.stateDir }, 'runtime ready');
+      return runtime;
+    } catch (err) {
+      await lock.release();
+      throw err;
     }
-    const runtime = new NodeRuntime(ctx, listeners, conditions.active ? conditions : undefined, db);
-    // After recovery: a scenario changes the domain the runtime came back with.
-    const scenario = preparedWindows.scenario;
-    if (scenario !== undefined) windows.startScenario(scenario.document, scenario.source, scenario.seed);
-    for (const ref of options.preloadImages ?? []) {
-      await pullImage({ ...ctx, settings: { ...settings, pullDelayMs: 0 } }, {
-        image: { image: ref, annotations: {}, user_specified_image: ref, runtime_handler: '', image_ref: '' },
-        auth: null,
-        sandbox_config: null,
-      });
-    }
-    logger.info({ stateDir: settings.stateDir }, 'runtime ready');
-    return runtime;
   }
 
   /** Stops every simulated process, flushes and closes the logs, removes runtime-owned files. */
@@ -306,6 +317,8 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     if (this.db === undefined) await Promise.all(['pods', 'containers'].map((d) => rm(join(stateDir, d), { recursive: true, force: true })));
     await this.ctx.windows.close(this.db === undefined ? [] : containers.map((c) => c.securityOptions));
     this.ctx.load.tidyUp.now();
+    // Last: until here the state directory is still being written.
+    await this.lock.release();
     this.ctx.logger.info('runtime closed');
   }
 

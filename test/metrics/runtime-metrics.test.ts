@@ -84,3 +84,49 @@ describe('runtime metrics served by `cri-winsim runtime --metrics-addr`', functi
     expect(sample(text, 'cri_winsim_runtime_operations_errors_total{operation_type="start_container",code="NOT_FOUND"}')).to.equal(1);
   });
 });
+
+describe('the in-flight gauge of `cri-winsim runtime --metrics-addr`', function () {
+  // RunPodSandbox waits 3–8 s under the windows-server-2019 latency profile.
+  this.timeout(60_000);
+  let dir: string;
+  let runtime: RuntimeProcess | undefined;
+  let cri: CriClient | undefined;
+
+  before(function () {
+    if (!existsSync(cli)) this.skip();
+  });
+
+  afterEach(async () => {
+    cri?.close();
+    await runtime?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts a call from its arrival to its answer: 1 during a slow RunPodSandbox, 0 before and after', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'metrics-inflight-'));
+    runtime = await startRuntime({
+      cliPath: cli,
+      socketPath: join(dir, 'cri.sock'),
+      stateDir: join(dir, 'state'),
+      runtimeArgs: ['--metrics-addr', '127.0.0.1:0', '--latency-profile', 'windows-server-2019', '--seed', '7'],
+    });
+    const url = runtime.metricsUrl() ?? '';
+    cri = createCriClient(runtime.endpoint);
+    const inFlight = async (): Promise<number | undefined> => sample(await (await fetch(url)).text(), 'cri_winsim_runtime_operations_in_flight');
+    expect(await inFlight()).to.equal(0);
+    const pod = { name: 'metrics-inflight', gmsa: false };
+    let answered = false;
+    const run = unaryCall(cri.runtime, 'RunPodSandbox', { config: sandboxConfig(pod) }, { timeoutMs: 30_000 }).finally(() => {
+      answered = true;
+    });
+    let seen: number | undefined;
+    while (!answered) {
+      seen = await inFlight();
+      if (seen === 1 && !answered) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen, 'the gauge while RunPodSandbox waited its simulated latency').to.equal(1);
+    await run;
+    expect(await inFlight()).to.equal(0);
+  });
+});

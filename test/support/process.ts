@@ -1,7 +1,7 @@
 // Runs a program to completion, bounded in time, collecting its output: the one way the suites
 // run crictl, the CLI and the compose services as child processes.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcessOptions {
   cwd?: string;
@@ -84,4 +84,26 @@ export function programFlagsOf(pid: number, script: string): string[] | undefine
   const at = argv.indexOf(script);
   if (at < 1) throw new Error(`process ${pid} does not run ${script}: ${argv.join(' ')}`);
   return argv.slice(1, at);
+}
+
+/** The live children of pid, from /proc/<pid>/stat ("pid (comm) state ppid ..."); empty without procfs. */
+export function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return children;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) === pid && state !== 'Z') children.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return children;
 }

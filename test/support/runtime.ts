@@ -74,7 +74,23 @@ export function liveRuntimes(): RuntimeHandle[] {
   return [...live];
 }
 
+/** How often a runtime is started again on another random pod range when a live runtime's overlaps it. */
+const RANGE_ATTEMPTS = 5;
+
 export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<RuntimeHandle> {
+  // A pod range of its own (unless the test names one, or runs a stand-in for the command).
+  const ownRange = opts.command === undefined && !(opts.args ?? []).includes('--pod-cidr');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRuntimeOnce(opts, ownRange ? ['--pod-cidr', testPodCidr()] : []);
+    } catch (err) {
+      // The random range overlaps one a live runtime of the machine leased (docs/durability.md).
+      if (!ownRange || attempt >= RANGE_ATTEMPTS || !(err as Error).message.includes('overlaps the pod range')) throw err;
+    }
+  }
+}
+
+async function startRuntimeOnce(opts: StartRuntimeOptions, podCidr: string[]): Promise<RuntimeHandle> {
   // Short prefix: the socket path must stay under the 108-byte sun_path limit.
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'cri-winsim-e2e-')));
@@ -88,8 +104,6 @@ export async function startRuntime(opts: StartRuntimeOptions = {}): Promise<Runt
   let child: ChildProcess;
   try {
     const [program, ...prefix] = opts.command ?? [process.execPath, ...NODE_FLAGS, cliPath];
-    // A pod range of its own (unless the test names one, or runs a stand-in for the command).
-    const podCidr = opts.command !== undefined || (opts.args ?? []).includes('--pod-cidr') ? [] : ['--pod-cidr', testPodCidr()];
     child = spawn(program, [...prefix, 'runtime', '--listen', endpoint, '--state-dir', stateDir, ...podCidr, ...(opts.args ?? [])], {
       cwd: dir,
       env: { ...process.env, ...opts.env },
