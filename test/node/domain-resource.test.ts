@@ -17,6 +17,7 @@ import { DEFAULT_NODE_FILE } from '../../src/runtime/windows/default-node.js';
 import { LiveDomain } from '../../src/runtime/windows/live-domain.js';
 import { defaultNodeDirectory, deriveNodeDirectory, renameComputerAccount, type NodeDirectory } from '../../src/runtime/windows/node-directory.js';
 import { repoRoot } from '../support/paths.js';
+import { KEP_EXAMPLE_CREDENTIAL_SPEC } from '../runtime/windows/kep-example.js';
 
 const example = (file: string) => join(repoRoot, 'examples', 'cluster-mode', file);
 
@@ -94,11 +95,13 @@ describe('the SimulatedDomain resource', () => {
     expect(structuralSchema({ type: 'string', pattern: '^(?=.{1,63}$)[a-z]+$' })).to.deep.equal({ type: 'string', minLength: 1, maxLength: 63, pattern: '^[a-z]+$' });
   });
 
-  it("ships an example object whose spec is the embedded node's domain, and RBAC to watch it and patch its status", async () => {
+  it("ships an example object whose spec is the embedded node's domain, a pod with the KEP's credential spec, and RBAC to watch it and patch its status", async () => {
     const object = parse(await readFile(example('domain.yaml'), 'utf8'));
     expect(object).to.include({ apiVersion: 'cri-winsim.dev/v1alpha1', kind: 'SimulatedDomain' });
     expect(object.metadata.name).to.equal('default');
     expect(object.spec.domains).to.deep.equal(DEFAULT_NODE_FILE.domains);
+    const pod = parse(await readFile(example('gmsa-pod.yaml'), 'utf8'));
+    expect(JSON.parse(pod.spec.securityContext.windowsOptions.gmsaCredentialSpec)).to.deep.equal(JSON.parse(KEP_EXAMPLE_CREDENTIAL_SPEC));
     const rbac = parseAllDocuments(await readFile(example('rbac.yaml'), 'utf8')).map((d) => d.toJS());
     const role = rbac.find((d) => d.kind === 'ClusterRole');
     expect(role.rules).to.deep.include({ apiGroups: ['cri-winsim.dev'], resources: ['simulateddomains'], verbs: ['get', 'list', 'watch'] });
