@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { startControlPlane, requireControlPlaneTools, type ControlPlane } from '../support/control-plane.js';
 import { crictlJson, runCrictl } from '../support/crictl.js';
 import { liveNodeProcesses, startNodeProcess, type NodeProcess } from '../support/node-process.js';
@@ -61,7 +61,7 @@ describe('node mode: the domain as a cluster resource (SimulatedDomain)', functi
     requireCriTool(this, 'crictl');
     dir = await mkdtemp(join(tmpdir(), 'cwd-'));
     domain = parse(await readFile(example('domain.yaml'), 'utf8'));
-    cp = await startControlPlane({ nodeNames: [], scheduler: false });
+    cp = await startControlPlane({ nodeNames: ['dom-solo'], scheduler: false });
   });
 
   after(async function () {
@@ -169,5 +169,19 @@ describe('node mode: the domain as a cluster resource (SimulatedDomain)', functi
     });
     await nodes!.stop();
     expect((await kubectlJson(['get', 'simulateddomain', 'default'])).status.nodeProcesses ?? {}).to.deep.equal({});
+  });
+
+  it("a node with its own credentials (system:node:NAME) follows the resource with rbac.yaml's rules bound to system:nodes", async () => {
+    const rbac = parseAllDocuments(await readFile(example('rbac.yaml'), 'utf8')).map((d) => d.toJS());
+    const rules = rbac.find((d) => d.kind === 'ClusterRole').rules.filter((r: any) => r.apiGroups.includes('cri-winsim.dev'));
+    expect(rules).to.have.length(2);
+    await cp.grantToNodes('cri-winsim-domain', rules);
+    await cp.apply(dcDown());
+    const generation = (await kubectlJson(['get', 'simulateddomain', 'default'])).metadata.generation;
+    const solo = await startNodeProcess(['node', '--kubeconfig', await cp.nodeKubeconfig('dom-solo'), '--hostname-override', 'dom-solo', '--state-dir', join(dir, 'solo'), '--port', '0']);
+    const entry = await until('the entry of dom-solo', 20_000, async () => (await kubectlJson(['get', 'simulateddomain', 'default'])).status?.nodeProcesses?.['dom-solo']);
+    expect(entry).to.deep.include({ nodeCount: 1, lastNode: 'dom-solo', observedGeneration: generation, appliedGeneration: generation, result: 'Applied' });
+    expect(solo.logged('not allowed to watch')).to.equal(false);
+    await solo.stop();
   });
 });

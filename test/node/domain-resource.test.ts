@@ -150,9 +150,9 @@ describe('the domain controller: what each node does with the resource', () => {
     }
   });
 
-  it("applies one spec to every node, each reading the node file's account as its own", () => {
+  it("applies one spec to every node, each reading the node file's account as its own", async () => {
     const nodes = [domainNode(template, 1), domainNode(template, 2)];
-    expect(applyToNodes(nodes, 'default', dcDown)).to.deep.equal({ result: 'Applied', changed: 2 });
+    expect(await applyToNodes(nodes, 'default', dcDown)).to.deep.equal({ result: 'Applied', changed: 2 });
     for (const [i, node] of nodes.entries()) {
       expect(node.live.current).to.include({ generation: 2, source: 'SimulatedDomain/default' });
       expect(node.live.domains[0]!.domainControllers[0]!.reachable).to.equal(false);
@@ -160,25 +160,25 @@ describe('the domain controller: what each node does with the resource', () => {
       expect(node.live.domains[0]!.gmsas!.find((g) => g.name === 'EventLogger')!.principalsAllowedToRetrieveManagedPassword).to.deep.equal([`MULTI-${i + 1}$`]);
     }
     // The same spec again (a status write, a relist): nothing changes, no generation is spent.
-    expect(applyToNodes(nodes, 'default', dcDown)).to.deep.equal({ result: 'Applied', changed: 0 });
+    expect(await applyToNodes(nodes, 'default', dcDown)).to.deep.equal({ result: 'Applied', changed: 0 });
     expect(nodes.map((n) => n.live.generation)).to.deep.equal([2, 2]);
   });
 
-  it('refuses a spec that breaks a rule the schema cannot express, on every node, and says why', () => {
+  it('refuses a spec that breaks a rule the schema cannot express, on every node, and says why', async () => {
     const nodes = [domainNode(template, 1), domainNode(template, 2)];
     const before = nodes.map((n) => n.live.current);
     const twice = spec((s) => s.domains.push({ ...structuredClone(s.domains[0]!), netbiosName: 'OTHER' }));
-    expect(applyToNodes(nodes, 'default', twice)).to.deep.equal({ result: 'Rejected', changed: 0, message: 'SimulatedDomain/default: domains[1].dnsName: "contoso.com" is already defined by domains[0]' });
+    expect(await applyToNodes(nodes, 'default', twice)).to.deep.equal({ result: 'Rejected', changed: 0, message: 'SimulatedDomain/default: domains[1].dnsName: "contoso.com" is already defined by domains[0]' });
     const withoutOwnDomain = spec((s) => (s.domains[0]!.dnsName = s.domains[0]!.dnsTreeName = 'fabrikam.com'));
-    expect(applyToNodes(nodes, 'default', withoutOwnDomain).message).to.equal('SimulatedDomain/default: node.domain: "contoso.com" is not one of the domains defined in domains');
+    expect((await applyToNodes(nodes, 'default', withoutOwnDomain)).message).to.equal('SimulatedDomain/default: node.domain: "contoso.com" is not one of the domains defined in domains');
     expect(nodes.map((n) => n.live.current)).to.deep.equal(before);
   });
 
-  it("goes back to each node's own node file when the resource is gone, leaving a node changed by ad apply alone", () => {
+  it("goes back to each node's own node file when the resource is gone, leaving a node changed by ad apply alone", async () => {
     const nodes = [domainNode(template, 1), domainNode(template, 2)];
-    applyToNodes(nodes, 'default', dcDown);
+    await applyToNodes(nodes, 'default', dcDown);
     nodes[1]!.live.apply({ domains: nodes[1]!.directory.file.domains }, 'ad.yaml');
-    expect(applyToNodes(nodes, 'default', undefined)).to.deep.equal({ result: 'Applied', changed: 1 });
+    expect(await applyToNodes(nodes, 'default', undefined)).to.deep.equal({ result: 'Applied', changed: 1 });
     expect(nodes[0]!.live.current).to.include({ generation: 3, source: 'embedded default node (as MULTI-1) (SimulatedDomain/default is gone)' });
     expect(nodes[0]!.live.domains).to.deep.equal(nodes[0]!.directory.file.domains);
     expect(nodes[1]!.live.current).to.include({ generation: 3, source: 'ad.yaml' });

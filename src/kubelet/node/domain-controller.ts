@@ -16,7 +16,7 @@
  * - the resource type is not installed (404) or not allowed (403): the nodes keep what they have;
  *   the controller keeps trying, quietly, so installing the CRD later is picked up.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../log.js';
 import type { ActiveDirectoryDocument, DomainState } from '../../runtime/windows/live-domain.js';
 import { isGone, isNotFound, type ApiClient, type WatchEvent } from './api-client.js';
@@ -69,12 +69,14 @@ export interface DomainOutcome {
  * Brings every node to the resource's spec (`spec`), or back to its node file (`spec`
  * undefined). The first refusal stops: the nodes before it are changed only when the refusal comes
  * after the first node changed, which cannot happen for rules every node shares (the message then
- * says how many were).
+ * says how many were). Every `batch` nodes it lets other work run (a thousand nodes' leases and
+ * pods must not wait for the whole process's domain change).
  */
-export function applyToNodes(nodes: readonly DomainNode[], name: string, spec: SimulatedDomainSpec | undefined): DomainOutcome {
+export async function applyToNodes(nodes: readonly DomainNode[], name: string, spec: SimulatedDomainSpec | undefined, batch = 50): Promise<DomainOutcome> {
   const source = resourceSource(name);
   let changed = 0;
-  for (const node of nodes) {
+  for (const [i, node] of nodes.entries()) {
+    if (i > 0 && i % batch === 0) await nextTurn();
     const desired = spec === undefined ? undefined : node.view(spec);
     const action = domainAction(node.domain.current, source, desired);
     if (action === 'keep') continue;
@@ -105,6 +107,8 @@ export class DomainController {
   private appliedGeneration: number | undefined;
   private lastStatus: string | undefined;
   private statusWrites: Promise<void> = Promise.resolve();
+  /** Objects are handled one after the other, in the order the watch saw them. */
+  private handling: Promise<void> = Promise.resolve();
   private readonly source: string;
   private readonly path: string;
 
@@ -138,6 +142,7 @@ export class DomainController {
   async stop(): Promise<void> {
     this.abort.abort();
     await this.running;
+    await this.handling;
     await this.statusWrites;
     if (this.lastStatus === undefined) return;
     const patch = { status: { nodeProcesses: { [this.statusKey]: null } } };
@@ -147,13 +152,18 @@ export class DomainController {
     ]);
   }
 
-  private handle(object: SimulatedDomain | undefined): void {
+  private enqueue(object: SimulatedDomain | undefined): Promise<void> {
+    this.handling = this.handling.then(() => this.handle(object)).catch((err: unknown) => this.logger.error({ resource: this.source, err: errorText(err) }, 'applying the domain resource failed'));
+    return this.handling;
+  }
+
+  private async handle(object: SimulatedDomain | undefined): Promise<void> {
     const key = object === undefined ? 'absent' : `${object.metadata.uid ?? ''}/${object.metadata.generation ?? 0}`;
     // Status writes (ours and other processes') come back as MODIFIED with the same generation.
     if (key === this.handled) return;
     if (object !== undefined && this.handled !== undefined && this.handled.split('/')[0] !== object.metadata.uid) this.appliedGeneration = undefined;
     this.handled = key;
-    const outcome = applyToNodes(this.nodes, this.name, object?.spec);
+    const outcome = await applyToNodes(this.nodes, this.name, object?.spec);
     if (object === undefined) {
       this.appliedGeneration = undefined;
       this.lastStatus = undefined;
@@ -211,7 +221,7 @@ export class DomainController {
       try {
         if (resourceVersion === '') {
           const list = await this.api.get<{ metadata?: { resourceVersion?: string }; items: SimulatedDomain[] }>(`${this.path}?fieldSelector=${selector}`);
-          this.handle(list.items[0]);
+          await this.enqueue(list.items[0]);
           resourceVersion = list.metadata?.resourceVersion ?? '';
           firstDone();
           if (reported !== 0) this.logger.info({ resource: this.source }, 'domain resource watched');
@@ -230,7 +240,7 @@ export class DomainController {
             }
             resourceVersion = event.object.metadata.resourceVersion ?? resourceVersion;
             if (event.type === 'BOOKMARK') return;
-            this.handle(event.type === 'DELETED' ? undefined : event.object);
+            void this.enqueue(event.type === 'DELETED' ? undefined : event.object);
           },
           signal,
         );
@@ -246,12 +256,13 @@ export class DomainController {
         resourceVersion = '';
         failures++;
         const status = (err as { status?: number }).status;
-        // Not installed (404) or not allowed (403) is said once; the nodes keep their domain meanwhile.
+        // Not installed (404) or not allowed (403) is said once, quietly (a cluster that does not use
+        // the resource is not misconfigured); the nodes keep their domain meanwhile.
         const kind = status === 404 ? 404 : status === 403 ? 403 : -1;
         if (kind !== reported) {
           reported = kind;
           if (kind === 404) this.logger.info({ resource: this.source }, `the ${DOMAIN_KIND} resource type is not installed (examples/cluster-mode/domain-crd.yaml); the nodes keep their domain`);
-          else if (kind === 403) this.logger.warn({ resource: this.source, err: errorText(err) }, `not allowed to watch ${DOMAIN_KIND} resources (examples/cluster-mode/rbac.yaml); the nodes keep their domain`);
+          else if (kind === 403) this.logger.info({ resource: this.source, err: errorText(err) }, `not allowed to watch ${DOMAIN_KIND} resources (examples/cluster-mode/rbac.yaml); the nodes keep their domain`);
         }
         if (kind === -1) this.logger.warn({ resource: this.source, attempt: failures, err: errorText(err) }, 'domain resource list/watch failed, will retry');
         const delay = Math.min((this.options.retryInitialMs ?? 500) * 2 ** (failures - 1), this.options.retryMaxMs ?? 30_000);
