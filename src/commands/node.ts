@@ -26,6 +26,8 @@ import { KubeletNode } from '../kubelet/node/kubelet-node.js';
 import { quantityBytes, type NodeIdentity } from '../kubelet/node/node-controller.js';
 import { SyncLimiter } from '../kubelet/node/pod-controller.js';
 import { NodeDeletionWatch, PodInformer } from '../kubelet/node/pod-informer.js';
+import { DomainController, type DomainNode } from '../kubelet/node/domain-controller.js';
+import { DEFAULT_DOMAIN_RESOURCE, DOMAIN_KIND } from '../kubelet/node/domain-resource.js';
 import { TimerWheel } from '../kubelet/node/timer-wheel.js';
 import type { NodeRuntime } from '../runtime/node-runtime.js';
 import { DEFAULT_STATE_DIR } from './runtime.js';
@@ -85,6 +87,8 @@ interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   unknownImages?: string;
   /** --cri-transport: how each kubelet reaches its runtime in this process (our flag). */
   criTransport: CriTransport;
+  /** --domain-resource NAME: the SimulatedDomain the nodes follow ('' for none). */
+  domainResource: string;
 }
 
 /**
@@ -340,7 +344,11 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
   const api = await connectApi(options);
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
-  const { openNodeDirectory, deriveNodeDirectory } = await import('../runtime/windows/node-directory.js');
+  const { openNodeDirectory, deriveNodeDirectory, renameComputerAccount } = await import('../runtime/windows/node-directory.js');
+  const domainResource = options.domainResource.trim();
+  if (domainResource !== '' && (domainResource.length > 253 || !dns1123Subdomain.test(domainResource))) {
+    throw new Error(`--domain-resource: ${JSON.stringify(domainResource)} is not a ${DOMAIN_KIND} name (a lowercase RFC 1123 subdomain)`);
+  }
   const template = await openNodeDirectory(options.nodeFile === undefined ? undefined : resolve(options.nodeFile));
   const osBuild = template.osBuild;
   const identities = names.map((name, i) => identityFor(name, i, names.length, osBuild, options));
@@ -359,6 +367,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
     await ranges.lease.release();
   };
   const plans: NodePlan[] = [];
+  const domainNodes: DomainNode[] = [];
   try {
     await mkdir(stateRoot, { recursive: true, mode: 0o700 });
     await rememberPodRange(stateRoot, ranges.lease);
@@ -395,6 +404,13 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
       const cri = await colocatedCriClient(options.criTransport, runtime, endpoint, criLogger);
       opened.push({ runtime, server, cri });
       plans.push({ identity, cri, podLogsRoot: join(stateDir, 'pod-logs') });
+      domainNodes.push({
+        name: identity.name,
+        domain: runtime.domain,
+        // The shared resource names the node file's computer account; each node reads it as its own.
+        view: (spec) => ({ domains: renameComputerAccount(spec.domains, template.name, directory.name), ...(spec.ccgPlugins === undefined ? {} : { ccgPlugins: spec.ccgPlugins }) }),
+        nodeFile: { document: { domains: directory.file.domains }, source: directory.source },
+      });
       logger.debug({ node: identity.name, endpoint, computer: directory.name }, 'runtime listening');
     }
   } catch (err) {
@@ -403,10 +419,15 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
     throw err;
   }
   const signal = untilSignal(logger);
+  // One watch of the domain resource for every node of the process, before the kubelets start
+  // pods, so that they start under the cluster's domain when it has one.
+  const domains = domainResource === '' ? undefined : new DomainController(api, domainResource, domainNodes, logger.child({ component: 'domain-controller' }));
   let kubelets: RunningNodes;
   try {
+    await domains?.start();
     kubelets = await startKubelets(api, plans, options, logger);
   } catch (err) {
+    await domains?.stop();
     await closeAll();
     api.close();
     throw err;
@@ -414,6 +435,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
   logger.info({ nodes: names.length === 1 ? names[0] : `${names[0]} … ${names[names.length - 1]} (${names.length})`, stateDir: stateRoot, server: api.server.origin }, NODE_READY_MESSAGE);
   const received = await signal;
   logger.info({ signal: received }, 'shutting down');
+  await domains?.stop();
   await kubelets.stop();
   await closeAll();
   api.close();
@@ -502,6 +524,7 @@ export function nodeCommand(): Command {
     .option('--simulate-reboot', 'start as after a reboot of the node(s): reloaded containers are exited (255, Unknown), sandboxes not ready')
     .option('--node-file <file>', 'node file: the node and its simulated Active Directory (default: the embedded WINNODE1); with --nodes each node gets its own computer account with the same rights')
     .addOption(new Option('--cri-transport <transport>', "how each node's kubelet calls its runtime in this process: directly (inprocess) or over the node's CRI socket (grpc, as crictl does); the socket serves other clients either way (cri-winsim flag)").choices(['inprocess', 'grpc']).default('inprocess'))
+    .option('--domain-resource <name>', `the ${DOMAIN_KIND} cluster resource whose spec is the domain of every node of the process (examples/cluster-mode/domain-crd.yaml); while it is absent, the node file's; "" ignores it`, DEFAULT_DOMAIN_RESOURCE)
     .addOption(new Option('--credspec-transport <transport>', 'dockershim-kep only: a temporary file (default) or a simulated registry value').choices(['file', 'registry']))
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'));
   addCallConditionFlags(command)
@@ -512,5 +535,6 @@ export function nodeCommand(): Command {
   return withExamples(command, [
     ['Join the cluster of a kubeconfig as the Windows node win-1 (Ctrl-C stops)', 'cri-winsim node --kubeconfig node.kubeconfig --hostname-override win-1 --state-dir /tmp/win-1'],
     ['Run 10 simulated Windows nodes, win-1 … win-10, in one process', 'cri-winsim node --kubeconfig admin.kubeconfig --nodes 10 --node-name-prefix win --state-dir /tmp/wins'],
+    ['Share the domain of the SimulatedDomain "lab" (kubectl apply/edit changes it on every node)', 'cri-winsim node --kubeconfig admin.kubeconfig --nodes 10 --node-name-prefix win --domain-resource lab'],
   ]);
 }

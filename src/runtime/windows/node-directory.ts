@@ -279,19 +279,32 @@ export async function openNodeDirectory(path?: string): Promise<NodeDirectory> {
  */
 export function deriveNodeDirectory(template: NodeDirectory, computerName: string, hostname: string): NodeDirectory {
   const file = structuredClone(template.file);
-  const oldAccount = `${template.name}$`;
-  const newAccount = `${computerName.toUpperCase()}$`;
+  file.domains = renameComputerAccount(file.domains, template.name, computerName);
+  file.node.name = computerName.toUpperCase();
+  file.node.hostname = hostname;
+  const source = `${template.source} (as ${file.node.name})`;
+  return new NodeDirectory(validateNodeFile(file, source), source);
+}
+
+/**
+ * Domains in which the computer account `<from>$` is `<to>$` in every group membership and every
+ * gMSA's PrincipalsAllowedToRetrieveManagedPassword (the rights one node of several made from a
+ * template takes over; node mode reads a shared domain resource for each node the same way).
+ * A copy: `domains` is not changed.
+ */
+export function renameComputerAccount(domains: readonly DomainSpec[], from: string, to: string): DomainSpec[] {
+  const copy = structuredClone(domains) as DomainSpec[];
+  const oldAccount = `${from}$`;
+  const newAccount = `${to.toUpperCase()}$`;
+  if (same(oldAccount, newAccount)) return copy;
   const rename = (principal: string): string => {
     // A principal may be written `NETBIOS\NAME$` or `NAME$`.
     const slash = principal.lastIndexOf('\\');
     return same(principal.slice(slash + 1), oldAccount) ? `${principal.slice(0, slash + 1)}${newAccount}` : principal;
   };
-  file.node.name = computerName.toUpperCase();
-  file.node.hostname = hostname;
-  for (const domain of file.domains) {
+  for (const domain of copy) {
     for (const group of domain.groups ?? []) group.members = group.members.map(rename);
     for (const gmsa of domain.gmsas ?? []) gmsa.principalsAllowedToRetrieveManagedPassword = gmsa.principalsAllowedToRetrieveManagedPassword.map(rename);
   }
-  const source = `${template.source} (as ${file.node.name})`;
-  return new NodeDirectory(validateNodeFile(file, source), source);
+  return copy;
 }
