@@ -10,6 +10,8 @@ import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
 import { podListenAddress } from './network/host-network.js';
+import { WINDOWS_SESSION_KEY } from '../emulator/windows-identity.js';
+import { windowsSession } from './windows-session.js';
 
 /**
  * What commands of a container see of it (start and exec share it). A class, not a literal with a
@@ -43,6 +45,8 @@ class ContainerExecutionTarget implements ExecutionTarget {
       podIp: sandbox === undefined ? '' : podListenAddress(sandbox),
       stdinOpen: ctx.containers.configOf(container).stdin,
       ...(stdin === undefined ? {} : { [CONTAINER_STDIN_KEY]: stdin }),
+      // The domain as each command finds it when it runs (windows-session.ts).
+      ...(container.os === 'windows' ? { [WINDOWS_SESSION_KEY]: windowsSession(ctx, container) } : {}),
     });
     this.processes = container.processes;
   }

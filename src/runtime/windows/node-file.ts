@@ -6,6 +6,27 @@ import type { IsolationMode } from '../images/windows-compat.js';
 export interface DomainControllerSpec {
   name: string;
   reachable?: boolean;
+  /** Loopback address nslookup answers; default derived from the domain (file-shares.ts). */
+  address?: string;
+}
+
+/** A share of a simulated file server, with its share permissions (New-SmbShare's parameters). */
+export interface FileShareSpec {
+  name: string;
+  readAccess?: string[];
+  changeAccess?: string[];
+  fullAccess?: string[];
+  /** Files the share holds when the runtime starts: name -> text. */
+  files?: Record<string, string>;
+}
+
+/** An SMB file server of a domain (file-shares.ts). */
+export interface FileServerSpec {
+  name: string;
+  address?: string;
+  /** false: the server does not answer. */
+  reachable?: boolean;
+  shares: FileShareSpec[];
 }
 
 export interface GroupSpec {
@@ -31,6 +52,7 @@ export interface DomainSpec {
   domainControllers: DomainControllerSpec[];
   groups?: GroupSpec[];
   gmsas?: GmsaSpec[];
+  fileServers?: FileServerSpec[];
 }
 
 export interface CcgPluginSpec {

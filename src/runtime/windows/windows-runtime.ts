@@ -9,6 +9,7 @@ import type { FlavorChoice } from '../flavors/flavor.js';
 import { DEFAULT_AD_MODE, parseAdMode } from './ad-mode.js';
 import { AccessChecks, type ContainerIdentity, type IdentityMode } from './container-identity.js';
 import { CredentialSpecParser } from './credential-spec.js';
+import { FileShareContents } from './file-shares.js';
 import {
   CredentialSpecHandoff,
   stagedFromSecurityOption,
@@ -118,6 +119,10 @@ export class WindowsRuntime {
    * runs, and the decision depends on nothing else).
    */
   readonly identities = new BoundedCache<object, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  /** What the domain's file shares hold: one copy for every container of this runtime. */
+  readonly fileShares = new FileShareContents();
+  /** A container's last secure channel reset (nltest /sc_reset), by container record (shared-gmsa-trust.ts). */
+  readonly channelLogons = new WeakMap<object, bigint>();
 
   private constructor(
     readonly node: NodeDirectory,
