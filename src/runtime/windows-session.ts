@@ -3,7 +3,7 @@ import { windowsIdentity } from './container-start-windows.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { ContainerIdentity } from './windows/container-identity.js';
-import { ERROR_BAD_NETPATH, openShare, parseUncPath, type ShareAccessMode, type ShareEntry, type ShareLocation, type ShareResult } from './windows/file-shares.js';
+import { SmbClient, type ShareEntry, type ShareResult } from './windows/file-shares.js';
 import type { NodeDirectory } from './windows/node-directory.js';
 import { currentIdentity } from './windows/shared-gmsa-trust.js';
 
@@ -24,13 +24,17 @@ export function liveIdentity(ctx: RuntimeContext, container: ContainerRecord): C
 /**
  * What a process of a Windows container asks of the node and the domain (emulator's
  * WindowsSession): each call reads the domain and the container's identity at that moment.
- * A class, so that a process target holds one small object, not a closure per method.
+ * Made when a process starts; holds accessors, no copy of the domain.
  */
 class ContainerWindowsSession implements WindowsSession {
+  private readonly smb: SmbClient;
+
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly container: ContainerRecord,
-  ) {}
+  ) {
+    this.smb = new SmbClient(() => currentDirectory(ctx), () => this.identity(), ctx.windows.fileShares);
+  }
 
   identity(): ContainerIdentity | undefined {
     return liveIdentity(this.ctx, this.container);
@@ -44,32 +48,20 @@ class ContainerWindowsSession implements WindowsSession {
     this.ctx.windows.channelLogons.set(this.container, this.ctx.clock.nowNanos());
   }
 
-  private open(path: string, mode: ShareAccessMode): ShareResult<ShareLocation> {
-    const unc = parseUncPath(path);
-    const identity = this.identity();
-    if (unc === undefined || identity === undefined) return { ok: false, error: ERROR_BAD_NETPATH };
-    const opened = openShare(currentDirectory(this.ctx), identity, unc, mode);
-    return opened.ok ? { ok: true, value: opened.location } : opened;
-  }
-
   readFile(path: string): ShareResult<string> {
-    const opened = this.open(path, 'read');
-    return opened.ok ? this.ctx.windows.fileShares.read(opened.value) : opened;
+    return this.smb.readFile(path);
   }
 
   writeFile(path: string, content: string, append: boolean): ShareResult<void> {
-    const opened = this.open(path, 'write');
-    return opened.ok ? this.ctx.windows.fileShares.write(opened.value, content, append) : opened;
+    return this.smb.writeFile(path, content, append);
   }
 
   list(path: string): ShareResult<ShareEntry[]> {
-    const opened = this.open(path, 'read');
-    return opened.ok ? this.ctx.windows.fileShares.list(opened.value) : opened;
+    return this.smb.list(path);
   }
 
   itemKind(path: string): ShareResult<'file' | 'directory' | undefined> {
-    const opened = this.open(path, 'read');
-    return opened.ok ? { ok: true, value: this.ctx.windows.fileShares.kind(opened.value) } : opened;
+    return this.smb.itemKind(path);
   }
 }
 

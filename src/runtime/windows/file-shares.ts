@@ -311,3 +311,44 @@ export class FileShareContents {
     return FileShareContents.isDirectory(files, path) ? 'directory' : undefined;
   }
 }
+
+/**
+ * The SMB client of one container: each call opens the share against the domain and the
+ * container's identity as the two accessors give them at that moment, then reads or changes
+ * the runtime's contents.
+ */
+export class SmbClient {
+  constructor(
+    private readonly directory: () => NodeDirectory,
+    private readonly identity: () => ContainerIdentity | undefined,
+    private readonly contents: FileShareContents,
+  ) {}
+
+  private open(path: string, mode: ShareAccessMode): ShareResult<ShareLocation> {
+    const unc = parseUncPath(path);
+    const identity = this.identity();
+    if (unc === undefined || identity === undefined) return { ok: false, error: ERROR_BAD_NETPATH };
+    const opened = openShare(this.directory(), identity, unc, mode);
+    return opened.ok ? { ok: true, value: opened.location } : opened;
+  }
+
+  readFile(path: string): ShareResult<string> {
+    const opened = this.open(path, 'read');
+    return opened.ok ? this.contents.read(opened.value) : opened;
+  }
+
+  writeFile(path: string, content: string, append: boolean): ShareResult<void> {
+    const opened = this.open(path, 'write');
+    return opened.ok ? this.contents.write(opened.value, content, append) : opened;
+  }
+
+  list(path: string): ShareResult<ShareEntry[]> {
+    const opened = this.open(path, 'read');
+    return opened.ok ? this.contents.list(opened.value) : opened;
+  }
+
+  itemKind(path: string): ShareResult<'file' | 'directory' | undefined> {
+    const opened = this.open(path, 'read');
+    return opened.ok ? { ok: true, value: this.contents.kind(opened.value) } : opened;
+  }
+}
