@@ -1,6 +1,6 @@
 import type { WindowsSession } from '../../emulator/windows-identity.js';
 import type { CommandResult } from './identity-commands.js';
-import { domainControllerAddress, fileServerAddress } from './file-shares.js';
+import { domainControllerAddress, fileServerAddress } from './domain-addresses.js';
 import type { DomainSpec, NodeDirectory } from './node-directory.js';
 import { ERROR_NO_SUCH_DOMAIN, NERR_SUCCESS, RPC_S_SERVER_UNAVAILABLE, formatWin32Status } from './windows-status.js';
 

@@ -1,5 +1,5 @@
 import { RuntimeError } from '../errors.js';
-import { domainControllerAddress, fileServerAddress } from './file-shares.js';
+import { domainControllerAddress, fileServerAddress } from './domain-addresses.js';
 import type { NodeFile } from './node-file.js';
 
 /**
