@@ -3,6 +3,9 @@ import { merged } from '../tuning/merged.js';
 import { COMMAND_NOT_FOUND, type CommandContext, type CommandIo, type CommandRegistry } from './command-registry.js';
 import { MAX_LOOP_ITERATIONS } from './shell/index.js';
 import { takeContainerStdin } from './container-stdin.js';
+import { runBuiltinCmdlet } from './powershell-cmdlets.js';
+import { cmdDirUnc, cmdRedirectToUnc, cmdTypeUnc, isUnc, unquotePath } from './smb-commands.js';
+import { sessionOf } from './windows-identity.js';
 
 /**
  * `cmd /c …` and `powershell -Command …`, reduced to what container commands use: statement
@@ -104,14 +107,34 @@ function expandPercent(text: string, env: Map<string, string>): string {
 
 async function cmdStatement(raw: string, ctx: CommandContext, env: Map<string, string>): Promise<{ status: number; exit?: boolean }> {
   if (raw.trim() === '') return { status: 0 };
-  let text = expandPercent(raw, env);
-  let io: CommandIo = ctx;
+  const text = expandPercent(raw, env);
+  // `command > \\server\share\f.txt` (or `>>`): cmd keeps the blank before `>` in the output.
+  const toFile = /(?<![&0-9])(1?)(>>?)\s*("[^"]+"|\S+)\s*$/.exec(text);
+  if (toFile !== null && isUnc(unquotePath(toFile[3]!))) {
+    let output = '';
+    const capture: CommandIo = { stdout: (t) => (output += t), stderr: ctx.stderr };
+    const result = await cmdStatementWith(text.slice(0, toFile.index), ctx, env, capture);
+    if (result.exit) return result;
+    const session = sessionOf(ctx);
+    if (session === undefined) {
+      ctx.stderr(`The network path was not found.${CRLF}`);
+      return { status: 1 };
+    }
+    const written = cmdRedirectToUnc(session, unquotePath(toFile[3]!), output, toFile[2] === '>>', ctx);
+    return { status: written !== 0 ? written : result.status };
+  }
+  return cmdStatementWith(text, ctx, env, ctx);
+}
+
+async function cmdStatementWith(expanded: string, ctx: CommandContext, env: Map<string, string>, baseIo: CommandIo): Promise<{ status: number; exit?: boolean }> {
+  let text = expanded;
+  let io: CommandIo = baseIo;
   const redirect = /\s*(1?>|2>)\s*(nul|NUL)\s*$/.exec(text) ?? /\s*(>&2|1>&2)\s*$/.exec(text);
   if (redirect !== null) {
     text = text.slice(0, redirect.index);
-    if (redirect[1] === '2>') io = { stdout: ctx.stdout, stderr: () => undefined };
-    else if (redirect[1]?.includes('&2')) io = { stdout: ctx.stderr, stderr: ctx.stderr };
-    else io = { stdout: () => undefined, stderr: ctx.stderr };
+    if (redirect[1] === '2>') io = { stdout: baseIo.stdout, stderr: () => undefined };
+    else if (redirect[1]?.includes('&2')) io = { stdout: baseIo.stderr, stderr: baseIo.stderr };
+    else io = { stdout: () => undefined, stderr: baseIo.stderr };
   }
   const m = /^(\S+?)(?:(\s)(.*))?$/s.exec(text.startsWith('echo.') ? `echo.${text.slice(5)}` : text);
   const name = (m?.[1] ?? '').toLowerCase();
@@ -155,6 +178,8 @@ async function cmdStatement(raw: string, ctx: CommandContext, env: Map<string, s
       if (rest.trim() === '') io.stdout(`${ctx.target.ociSpec.process.cwd}${CRLF}`);
       return { status: 0 };
     case 'type': {
+      const session = sessionOf(ctx);
+      if (session !== undefined && isUnc(unquotePath(rest))) return { status: cmdTypeUnc(session, unquotePath(rest), io) };
       const content = ctx.target.files.get(rest.trim());
       if (content === undefined) {
         io.stderr(`The system cannot find the file specified.${CRLF}`);
@@ -162,6 +187,11 @@ async function cmdStatement(raw: string, ctx: CommandContext, env: Map<string, s
       }
       io.stdout(content);
       return { status: 0 };
+    }
+    case 'dir': {
+      const session = sessionOf(ctx);
+      if (session !== undefined && isUnc(unquotePath(rest))) return { status: cmdDirUnc(session, unquotePath(rest), io) };
+      break;
     }
   }
   const argv = splitArgs(text);
@@ -181,6 +211,8 @@ class PsExit {
 }
 
 interface PsState {
+  /** The script as given, for the position of error records. */
+  script: string;
   env: Map<string, string>;
   vars: Map<string, string>;
   failed: boolean;
@@ -209,7 +241,7 @@ async function runPowerShell(ctx: CommandContext): Promise<number> {
     }
     return status;
   }
-  const state: PsState = { env: new Map(ctx.env), vars: new Map([['true', 'True'], ['false', 'False']]), failed: false, lastExitCode: 0 };
+  const state: PsState = { script, env: new Map(ctx.env), vars: new Map([['true', 'True'], ['false', 'False']]), failed: false, lastExitCode: 0 };
   try {
     await psBlock(script, ctx, state, ctx);
   } catch (err) {
@@ -280,6 +312,11 @@ async function psStatement(statement: string, ctx: CommandContext, state: PsStat
   const argv = splitArgs(statement);
   const name = (argv[0] ?? '').toLowerCase();
   const rest = argv.slice(1);
+  const cmdlet = runBuiltinCmdlet(ctx, { name, args: rest.map((a) => psValue(a, state)), position: { script: state.script, statement }, io });
+  if (cmdlet !== undefined) {
+    if (!cmdlet) state.failed = true;
+    return;
+  }
   switch (name) {
     case 'echo':
     case 'write-output':

@@ -11,6 +11,8 @@ import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { SandboxRecord } from './store/sandbox-store.js';
 import { podListenAddress } from './network/host-network.js';
+import { WINDOWS_SESSION_KEY } from '../emulator/windows-identity.js';
+import { windowsSession } from './windows-session.js';
 
 /**
  * What commands of a container see of it (start and exec share it). A class, not a literal with a
@@ -47,7 +49,7 @@ class ContainerExecutionTarget implements ExecutionTarget {
       // Identity commands read the identity when they run: the live domain may have changed
       // since this process started (a loop of `nltest /sc_verify` sees a domain controller go).
       ...(container.os === 'windows'
-        ? { [WINDOWS_IDENTITY_SOURCE_KEY]: () => currentWindowsIdentity(ctx, container), [WINDOWS_LOGON_SESSION_KEY]: logonSession(ctx, container) }
+        ? { [WINDOWS_IDENTITY_SOURCE_KEY]: () => currentWindowsIdentity(ctx, container), [WINDOWS_LOGON_SESSION_KEY]: logonSession(ctx, container), [WINDOWS_SESSION_KEY]: windowsSession(ctx, container) }
         : {}),
     });
     this.processes = container.processes;

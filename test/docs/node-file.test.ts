@@ -68,6 +68,7 @@ const ERROR_CASES: Array<{ change: string; text: string }> = [
   { change: 'gMSA `EventLogger$`', text: changed('- name: EventLogger', '- name: EventLogger$') },
   { change: '`node.domain: fabrikam.com`', text: changed('domain: contoso.com ', 'domain: fabrikam.com') },
   { change: 'second gMSA renamed `WebApplication1`', text: changed('- name: EventLogger', '- name: WebApplication1') },
+  { change: '`address: 10.0.0.4` on `dc1.contoso.com`', text: changed('reachable: true ', 'reachable: true\n        address: 10.0.0.4 ') },
 ];
 
 function loaderError(fn: () => unknown): string {

@@ -1,7 +1,8 @@
 import type { CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
-import { identityOf, logonSessionOf } from '../../emulator/windows-identity.js';
+import { identityOf, logonSessionOf, sessionOf, type WindowsSession } from '../../emulator/windows-identity.js';
 import { performance } from 'node:perf_hooks';
 import type { ContainerIdentity } from './container-identity.js';
+import { nltestScReset, nslookup } from './domain-commands.js';
 import { IDENTITY_COMMANDS, programName, type CommandResult } from './identity-commands.js';
 
 /**
@@ -46,15 +47,25 @@ export function identityEnvironment(identity: ContainerIdentity): Map<string, st
   return new Map(Object.entries(identity.environment));
 }
 
+/** Commands answered from the container's live session rather than from its identity alone. */
+function sessionCommand(argv: readonly string[], session: WindowsSession): CommandResult | undefined {
+  const name = argv[0]?.split(/[\\/]/).pop()?.replace(/\.exe$/i, '').toLowerCase();
+  if (name === 'nslookup') return nslookup(argv, session);
+  const option = argv[1]?.toLowerCase() ?? '';
+  if (name === 'nltest' && argv.length === 2 && option.startsWith('/sc_reset:')) return nltestScReset(argv[1]!.slice('/sc_reset:'.length), session);
+  return undefined;
+}
+
 /**
- * Registers `whoami`, `hostname`, `nltest` and `klist` for Windows containers. For targets
- * without a Windows identity the command that was registered before (if any) runs instead, so
- * Linux containers keep their plain `whoami`/`hostname`. Windows output ends lines in CRLF.
+ * Registers `whoami`, `hostname`, `nltest`, `klist` and `nslookup` for Windows containers. For
+ * targets without a Windows identity the command that was registered before (if any) runs
+ * instead, so Linux containers keep their plain `whoami`/`hostname`. Windows output ends lines in
+ * CRLF. Each run reads the container's identity and domain at that moment (its session).
  */
 export function registerIdentityCommands(registry: CommandRegistry, metrics?: AdOperationCounters): void {
-  for (const name of ['whoami', 'hostname', 'nltest', 'klist'] as const) {
+  for (const name of ['whoami', 'hostname', 'nltest', 'klist', 'nslookup'] as const) {
     const previous = registry.lookup(name);
-    const handle = IDENTITY_COMMANDS[name]!;
+    const handle = IDENTITY_COMMANDS[name];
     const handler: CommandHandler = (ctx) => {
       const identity = identityOf(ctx);
       if (identity === undefined) {
@@ -62,8 +73,13 @@ export function registerIdentityCommands(registry: CommandRegistry, metrics?: Ad
         ctx.stderr(`${ctx.argv[0] ?? name}: command not found\n`);
         return 127;
       }
+      const session = sessionOf(ctx);
       const started = performance.now();
-      const result = handle([...ctx.argv], identity, logonSessionOf(ctx));
+      const result = (session === undefined ? undefined : sessionCommand(ctx.argv, session)) ?? handle?.([...ctx.argv], identity, logonSessionOf(ctx));
+      if (result === undefined) {
+        ctx.stderr(`'${ctx.argv[0] ?? name}' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n`);
+        return 9009;
+      }
       if (metrics !== undefined && DOMAIN_COMMANDS.has(name)) metrics.onOperation(adOperationName(ctx.argv), adOperationResult(result, identity), (performance.now() - started) / 1000);
       if (result.stdout !== '') ctx.stdout(result.stdout.replace(/\r?\n/g, '\r\n'));
       if (result.stderr !== '') ctx.stderr(result.stderr.replace(/\r?\n/g, '\r\n'));

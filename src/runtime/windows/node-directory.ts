@@ -5,6 +5,7 @@ import { DEFAULT_NODE_FILE, DEFAULT_OS_BUILD } from './default-node.js';
 import { validateImagesSection } from '../images/images-file.js';
 import type { IsolationMode } from '../images/windows-compat.js';
 import type { CcgPluginSpec, DomainControllerSpec, DomainSource, DomainSpec, GmsaSpec, NodeFile } from './node-file.js';
+import { checkFileServers } from './file-server-spec.js';
 import { compileSchema, firstViolation } from './schema-validation.js';
 import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 
@@ -216,6 +217,7 @@ export function checkNodeFileConsistency(file: Pick<NodeFile, 'node' | 'domains'
       names.set(key, `domains[${i}].gmsas[${j}]`);
     });
   });
+  checkFileServers(file, source);
   const directory = new NodeDirectory(file as NodeFile, source);
   const { domain, ccgPlugin } = file.node;
   if (domain !== undefined && directory.findDomain(domain) === undefined) {

@@ -10,6 +10,27 @@ export interface DomainControllerSpec {
   unreachableFrom?: string[];
   /** How far its clock is ahead of the nodes' (negative: behind); Kerberos allows 300 s. */
   clockSkewSeconds?: number;
+  /** Loopback address nslookup answers; default derived from the domain (file-shares.ts). */
+  address?: string;
+}
+
+/** A share of a simulated file server, with its share permissions (New-SmbShare's parameters). */
+export interface FileShareSpec {
+  name: string;
+  readAccess?: string[];
+  changeAccess?: string[];
+  fullAccess?: string[];
+  /** Files the share holds when the runtime starts: name -> text. */
+  files?: Record<string, string>;
+}
+
+/** An SMB file server of a domain (file-shares.ts). */
+export interface FileServerSpec {
+  name: string;
+  address?: string;
+  /** false: the server does not answer. */
+  reachable?: boolean;
+  shares: FileShareSpec[];
 }
 
 export interface GroupSpec {
@@ -39,6 +60,7 @@ export interface DomainSpec {
   domainControllers: DomainControllerSpec[];
   groups?: GroupSpec[];
   gmsas?: GmsaSpec[];
+  fileServers?: FileServerSpec[];
 }
 
 export interface CcgPluginSpec {

@@ -10,8 +10,9 @@
  * Server 2019 (build 17763), which separates the container identity from the machine name.
  *
  * The simulation is deterministic where the real race is not: of the running containers that
- * share the gMSA and the hostname, the one started last holds the channel; every other one sees
- * its domain access fail. The codes are the simulator's choice (the page names none): nltest's
+ * share the gMSA and the hostname, the one that logged on last (started, or reset its secure
+ * channel with `nltest /sc_reset`) holds the channel; every other one sees its domain access fail
+ * from its next identity operation on (nltest, klist, SMB: the trust relationship failure). The codes are the simulator's choice (the page names none): nltest's
  * secure channel reports ERROR_ACCESS_DENIED, Kerberos STATUS_ACCESS_DENIED.
  */
 import type { RuntimeContext } from '../runtime-context.js';
@@ -38,6 +39,7 @@ function channelKey(identity: ContainerIdentity): string | undefined {
 
 export interface ChannelHolder {
   readonly id: string;
+  /** When it last logged on (its start, or its last secure channel reset). */
   readonly startedAtNanos: bigint;
   readonly identity: ContainerIdentity;
 }
@@ -70,6 +72,14 @@ export function withSharedChannel(osBuild: string, self: ChannelHolder, peers: I
   };
 }
 
+/**
+ * When a container last logged on to its domain controller: its start, or a later
+ * `nltest /sc_reset` (WindowsRuntime.channelLogons), which takes the channel back.
+ */
+function lastLogon(ctx: RuntimeContext, container: ContainerRecord): bigint {
+  return ctx.windows.channelLogons.get(container) ?? container.status.startedAtNanos;
+}
+
 /** withSharedChannel against the runtime's running Windows containers. */
 export function currentIdentity(
   ctx: RuntimeContext,
@@ -83,7 +93,7 @@ export function currentIdentity(
   for (const c of ctx.containers.all()) {
     if (c === container || c.os !== 'windows' || c.status.state !== ContainerState.RUNNING) continue;
     const peer = identityOf(c);
-    if (peer !== undefined) peers.push({ id: c.id, startedAtNanos: c.status.startedAtNanos, identity: peer });
+    if (peer !== undefined) peers.push({ id: c.id, startedAtNanos: lastLogon(ctx, c), identity: peer });
   }
-  return withSharedChannel(osBuild, { id: container.id, startedAtNanos: container.status.startedAtNanos, identity }, peers);
+  return withSharedChannel(osBuild, { id: container.id, startedAtNanos: lastLogon(ctx, container), identity }, peers);
 }

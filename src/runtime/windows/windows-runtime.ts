@@ -9,6 +9,7 @@ import type { FlavorChoice } from '../flavors/flavor.js';
 import { DEFAULT_AD_MODE, parseAdMode } from './ad-mode.js';
 import { AccessChecks, type ContainerIdentity, type IdentityMode } from './container-identity.js';
 import { CredentialSpecParser } from './credential-spec.js';
+import { FileShareContents } from './file-shares.js';
 import {
   CredentialSpecHandoff,
   stagedFromSecurityOption,
@@ -132,6 +133,10 @@ export class WindowsRuntime {
   private readonly sessions = new WeakMap<object, LogonSession>();
   /** The scenario running (its timers are this runtime's, stopped at close). */
   private scenario: ScenarioRunner | undefined;
+  /** What the domain's file shares hold: one copy for every container of this runtime. */
+  readonly fileShares = new FileShareContents();
+  /** A container's last secure channel reset (nltest /sc_reset), by container record (shared-gmsa-trust.ts). */
+  readonly channelLogons = new WeakMap<object, bigint>();
 
   private constructor(
     /** The node, reading its domains from `domain` at every lookup. */
