@@ -8,6 +8,7 @@ import { EXIT_FAILED, EXIT_USAGE, ExitStatusError, UsageError, errorDetails } fr
 import { withExamples } from './commands/help-examples.js';
 import { DETAIL_VERBOSITY, verbosity } from './commands/log-flags.js';
 import { nodeCommand } from './commands/node.js';
+import { explainCommand } from './commands/explain.js';
 
 /** The command tree; `cri-winsim completion` reads it to know every command and flag. */
 function buildProgram(): Command {
@@ -18,6 +19,7 @@ function buildProgram(): Command {
   program.addCommand(kubeletCommand());
   program.addCommand(demoCommand());
   program.addCommand(nodeCommand());
+  program.addCommand(explainCommand());
   program.addCommand(completionCommand(buildProgram));
   withExamples(program, [
     ['Run the bundled demo (a runtime, the kubelet, the example pods, a result table)', 'cri-winsim demo'],

@@ -36,6 +36,9 @@ import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-ru
 import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeNetwork, encodeSandbox, NETWORK_RECORD_ID } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
+import { explainContainer, type IdentityRuntime } from './identity-explain.js';
+import type { ExplainContainerRequest__Output } from '../generated/criwinsim/identity/v1/ExplainContainerRequest.js';
+import type { ExplainContainerResponse } from '../generated/criwinsim/identity/v1/ExplainContainerResponse.js';
 
 /** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
 function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
@@ -110,7 +113,7 @@ export interface NodeRuntimeOptions {
  * Its RPC methods come from RUNTIME_RPCS (cri-runtime.ts): each one is `serve` with the RPC's
  * handler.
  */
-export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRuntime {
+export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRuntime, IdentityRuntime {
   private closed = false;
 
   private constructor(
@@ -330,6 +333,11 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   /** The streaming server's base URL (http://127.0.0.1:port). */
   get streamingUrl(): string {
     return this.ctx.streaming.url;
+  }
+
+  /** Identity.ExplainContainer (cri-winsim's own service on the CRI socket: identity-explain.ts). */
+  explainContainer(request: ExplainContainerRequest__Output, deadlineMs?: number): Promise<ExplainContainerResponse> {
+    return this.serve('ExplainContainer', explainContainer, request, deadlineMs) as Promise<ExplainContainerResponse>;
   }
 
   subscribeContainerEvents(listener: (ev: ContainerEventResponse) => void): () => void {

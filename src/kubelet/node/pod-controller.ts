@@ -142,6 +142,14 @@ export class PodController implements PodHandler {
   }
 
   /** The pods the node runs, for the kubelet server's /pods. */
+  /** The record of a pod of the node by namespace and name (cri-winsim explain). */
+  podRecord(namespace: string, name: string): PodRecord | undefined {
+    for (const s of this.pods.values()) {
+      if (!s.deleted && s.pod.metadata?.namespace === namespace && s.pod.metadata?.name === name) return { ...s.record, pod: s.pod };
+    }
+    return undefined;
+  }
+
   runningPods(): V1Pod[] {
     return [...this.pods.values()].filter((s) => !s.deleted && !s.rejected).map((s) => s.pod);
   }

@@ -1,7 +1,7 @@
 import type { CommandHandler, CommandRegistry } from '../../emulator/command-registry.js';
 import { identityOf } from '../../emulator/windows-identity.js';
 import type { ContainerIdentity } from './container-identity.js';
-import { IDENTITY_COMMANDS } from './identity-commands.js';
+import { IDENTITY_COMMANDS, type CommandResult } from './identity-commands.js';
 
 // The record's identity slot is the emulator's contract (it reads it for the identity page of an
 // image's program); the Windows path writes it and registers the commands that answer from it.
@@ -20,8 +20,9 @@ export function identityEnvironment(identity: ContainerIdentity): Map<string, st
  * Registers `whoami`, `hostname`, `nltest` and `klist` for Windows containers. For targets
  * without a Windows identity the command that was registered before (if any) runs instead, so
  * Linux containers keep their plain `whoami`/`hostname`. Windows output ends lines in CRLF.
+ * `onAnswer` is told of every answer given from an identity (the runtime's identity journal).
  */
-export function registerIdentityCommands(registry: CommandRegistry): void {
+export function registerIdentityCommands(registry: CommandRegistry, onAnswer?: (containerId: string, argv: readonly string[], result: CommandResult) => void): void {
   for (const name of ['whoami', 'hostname', 'nltest', 'klist'] as const) {
     const previous = registry.lookup(name);
     const handle = IDENTITY_COMMANDS[name]!;
@@ -33,6 +34,7 @@ export function registerIdentityCommands(registry: CommandRegistry): void {
         return 127;
       }
       const result = handle([...ctx.argv], identity);
+      onAnswer?.(ctx.target.containerId, ctx.argv, result);
       if (result.stdout !== '') ctx.stdout(result.stdout.replace(/\r?\n/g, '\r\n'));
       if (result.stderr !== '') ctx.stderr(result.stderr.replace(/\r?\n/g, '\r\n'));
       return result.exitCode;

@@ -16,6 +16,7 @@ import {
   type CredentialSpecTransportKind,
 } from './credential-spec-handoff.js';
 import { registerIdentityCommands } from './identity-command-registration.js';
+import { IdentityJournal } from './identity-journal.js';
 import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
 import { SmallFileReader } from './security-options.js';
 
@@ -118,6 +119,8 @@ export class WindowsRuntime {
    * runs, and the decision depends on nothing else).
    */
   readonly identities = new BoundedCache<object, ContainerIdentity>(IDENTITY_CACHE_SIZE);
+  /** How each container's start went and what its identity operations answered (`cri-winsim explain`). */
+  readonly journal = new IdentityJournal();
 
   private constructor(
     readonly node: NodeDirectory,
@@ -167,7 +170,7 @@ export class WindowsRuntime {
     if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];
-    registerIdentityCommands(commands);
+    registerIdentityCommands(commands, (containerId, argv, result) => runtime.journal.recordOperation(containerId, argv, result));
     logger.info(
       { node: node.name, nodeSource: node.source, adMode: prepared.adModeName ?? mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
       'windows node ready',
