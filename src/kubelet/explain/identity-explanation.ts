@@ -163,22 +163,26 @@ function podHops(input: ExplainInput): Hop[] {
   }
 
   const admitted = gmsaSites(input.pod);
-  const lost = admitted.filter((s) => s.name !== undefined && s.contentsBytes === 0);
+  // What the pod asked for that reached no contents: names nothing inlined, or a reference the
+  // cluster's design does not read (a KEP ConfigMap annotation under the webhook, …).
+  const lostNames = admitted.filter((s) => s.name !== undefined && s.contentsBytes === 0).map((s) => `${s.name} (${s.where})`);
+  const nothingArrived = references.length > 0 && !admitted.some((s) => s.contentsBytes > 0);
+  const lost = lostNames.length > 0 ? lostNames : nothingArrived ? references : [];
   let admissionHop: Hop;
   if (admission !== undefined) {
     const did = admission.sites.map((s) => `${s.action} ${s.resource} into ${s.kind}${s.kind === 'container' ? ` ${s.name}` : ''}`).join('; ');
     const changed = [did, admission.hostname === undefined ? '' : `set the random hostname ${admission.hostname}`].filter((s) => s !== '').join('; ') || 'nothing';
     admissionHop = lost.length > 0
       ? hop('admission', `${admission.design} design, by ${admission.by}`, changed, 'broken', {
-          detail: `nothing inlined ${lost.map((s) => `${s.name} (${s.where})`).join(', ')}: the ${admission.design} design does not read gmsaCredentialSpecName, and the kubelet never does`,
+          detail: `nothing inlined ${lost.join(', ')}: the ${admission.design} design does not read it, and the kubelet never reads a name`,
           docs: docs('no-credential-spec'),
         })
       : hop('admission', `${admission.design} design, by ${admission.by}`, changed, admission.sites.length === 0 && admitted.length === 0 ? 'none' : 'ok');
   } else {
     // Pods from an API server were admitted there: only the result is on the node.
     admissionHop = lost.length > 0
-      ? hop('admission', 'admitted by the API server (its record is not on the node)', 'unknown', 'broken', {
-          detail: `no webhook inlined ${lost.map((s) => `${s.name} (${s.where})`).join(', ')}: is the windows-gmsa webhook installed?`,
+      ? hop('admission', 'admitted by the API server (its record is not on the node)', 'nothing inlined', 'broken', {
+          detail: `nothing inlined ${lost.join(', ')}: is the windows-gmsa webhook installed for this design?`,
           docs: docs('no-credential-spec'),
         })
       : hop('admission', 'admitted by the API server (its record is not on the node)', admitted.some((s) => s.contentsBytes > 0) ? 'credential spec contents present' : 'nothing', admitted.length === 0 ? 'none' : 'ok');
