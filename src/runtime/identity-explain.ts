@@ -114,9 +114,10 @@ function hcsDocument(ctx: RuntimeContext, container: ContainerRecord): HcsDocume
   };
 }
 
-function logon(ctx: RuntimeContext, container: ContainerRecord): DomainLogon {
+/** Null until the container started with an identity (the mock HCS decides it at start). */
+function logon(ctx: RuntimeContext, container: ContainerRecord): DomainLogon | null {
   const identity = windowsIdentity(ctx, container);
-  if (identity === undefined) return {};
+  if (identity === undefined) return null;
   const access = identity.domainAccess;
   const base: DomainLogon = {
     result: access.kind,
