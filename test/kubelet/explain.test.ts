@@ -22,6 +22,8 @@ import { runPods } from '../../src/kubelet/run-pods.js';
 import type { WindowsFaultStep } from '../../src/runtime/windows/windows-runtime.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith, startInProcessRuntime, writeNodeFile, type InProcessRuntime } from '../e2e/windows-support.js';
 import { parseExplainOutput, printExplanation } from '../../src/kubectl/explain-printer.js';
+import { cliPath } from '../support/paths.js';
+import { runProcess } from '../support/process.js';
 
 const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
 const CCG_PLUGIN = '{859E1386-BDB4-49E8-85C7-3070B13920E1}';
@@ -270,5 +272,37 @@ describe('cri-winsim explain: the first hop that broke, per failure mode', funct
       );
       expect(refused.containers).to.deep.equal([]);
     });
+  });
+});
+
+const cli = (args: readonly string[]) => runProcess(process.execPath, [cliPath, ...args], { killAfterMs: 45_000 });
+
+describe('cri-winsim explain on the command line', function () {
+  this.timeout(90_000);
+  let rt: InProcessRuntime | undefined;
+
+  before(async () => {
+    rt = await startInProcessRuntime({});
+  });
+  after(async () => {
+    await rt?.close();
+  });
+
+  it('explains a pod `kubelet run` ran, -o json for machines; a bad -o is a usage error (2); an unknown pod NotFound (1)', async () => {
+    const flags = ['--container-runtime-endpoint', rt!.endpoint, '--root-dir', join(rt!.dir, 'kubelet')];
+    const run = await cli(['kubelet', 'run', join(examples, 'pods', 'gmsa-node-not-authorised.yaml'), '--cluster', join(examples, 'cluster'), ...flags]);
+    expect(run.code, run.stderr).to.equal(0);
+    const table = await cli(['explain', 'contoso-apps/reporting-sql', ...flags]);
+    expect(table.code, table.stderr).to.equal(0);
+    expect(table.stdout.split('\n').slice(1, 3)).to.deep.equal([
+      "Broken: domain (container reporter): node WINNODE1 (WINNODE1$) is not allowed to retrieve the managed password of gMSA DEMO\\SqlReporting: it is not in the gMSA's PrincipalsAllowedToRetrieveManagedPassword (Test-ADServiceAccount SqlReporting would return False; ERROR_NO_TRUST_LSA_SECRET)",
+      '  See docs/failure-modes.md#node-not-allowed',
+    ]);
+    const json = await cli(['explain', 'reporting-sql', '-n', 'contoso-apps', '-o', 'json', ...flags]);
+    expect(JSON.parse(json.stdout).broken.hop).to.equal('domain');
+    const usage = await cli(['explain', 'reporting-sql', '-o', 'xml', ...flags]);
+    expect([usage.code, usage.stderr]).to.deep.equal([2, 'error: unable to match a printer suitable for the output format "xml", allowed formats are: json,yaml\nSee \'cri-winsim explain --help\' for usage.\n']);
+    const missing = await cli(['explain', 'nosuch', ...flags]);
+    expect([missing.code, missing.stderr]).to.deep.equal([1, 'Error from server (NotFound): pods "nosuch" not found\n']);
   });
 });
