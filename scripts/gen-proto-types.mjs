@@ -22,6 +22,8 @@ const args = [
   '--keepCase', '--longs=String', '--enums=Number', '--defaults', '--oneofs',
   '--grpcLib=@grpc/grpc-js', '--importFileExtension=.js',
   '-I', join(root, 'proto'), '-O', out, 'runtime/v1/api.proto', 'criwinsim/ad/v1/active_directory.proto',
+  // cri-winsim's own services on the runtime's socket, each in its own package.
+  'criwinsim/identity/v1/identity.proto',
 ];
 
 function protoFiles(dir) {

@@ -11,6 +11,7 @@ import { withExamples } from './commands/help-examples.js';
 import { DETAIL_VERBOSITY, verbosity } from './commands/log-flags.js';
 import { nodeCommand } from './commands/node.js';
 import { adCommand } from './commands/ad.js';
+import { explainCommand } from './commands/explain.js';
 
 /** The command tree; `cri-winsim completion` reads it to know every command and flag. */
 function buildProgram(): Command {
@@ -22,6 +23,7 @@ function buildProgram(): Command {
   program.addCommand(demoCommand());
   program.addCommand(nodeCommand());
   program.addCommand(adCommand());
+  program.addCommand(explainCommand());
   program.addCommand(completionCommand(buildProgram));
   withExamples(program, [
     ['Run the bundled demo (a runtime, the kubelet, the example pods, a result table)', 'cri-winsim demo'],

@@ -37,6 +37,8 @@ import { UsageError, integerFlag, invalidFlagValue, positiveDurationFlag } from 
 import { durationMs, formatGoDuration } from './go-duration.js';
 import { withExamples } from './help-examples.js';
 import { addClusterFlags, addLogFlags, addNodeFlags, clusterSource, gmsaDesign, nodeSettings, randomHostname, requestUser, type NodeSettings } from './kubelet-flags.js';
+import { createIdentityClient } from '../cri/identity-service.js';
+import { recordIdentityEvents } from '../kubelet/explain/identity-events.js';
 import { kubeletGet, noResourcesText, outputFlag, podNames, printable, selectViews, selectorFlag, type GetFlags } from './kubelet-get.js';
 import { kubeletExec, kubeletLogs, type ExecFlags, type LogsFlags } from './kubelet-logs.js';
 import { connectRuntime, withRuntime } from './kubelet-runtime.js';
@@ -255,7 +257,15 @@ export async function kubeletDescribe(names: string[], flags: ScopeFlags, comman
   const selector = selectorFlag(flags.selector);
   if (names.length === 0 && selector === undefined && flags.allNamespaces !== true) throw new UsageError('give pod names, -l SELECTOR or -A');
   return withRuntime(settings, async (cri) => {
-    const views = await readPodViews(cri, new PodRecordStore(settings.rootDir), { callTimeoutMs: settings.callTimeoutMs });
+    const records = new PodRecordStore(settings.rootDir);
+    // Failures of identity operations inside the containers become events first (identity-events.ts).
+    const identity = createIdentityClient(settings.endpoint);
+    try {
+      await recordIdentityEvents(identity, records, settings.callTimeoutMs);
+    } finally {
+      identity.close();
+    }
+    const views = await readPodViews(cri, records, { callTimeoutMs: settings.callTimeoutMs });
     const { views: found, errors } = selectViews(views, names, flags, selector);
     io.out(found.map((v) => describePod({ pod: v.pod, status: v.status, events: v.record?.events ?? [], nodeName: settings.hostname })).join('\n\n'));
     errors.forEach(writeError);

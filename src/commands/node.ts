@@ -251,6 +251,7 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
         nodeName: plan.identity.name,
         cri: plan.cri,
         pods: () => kubelet?.podController.runningPods() ?? [],
+        podRecord: (namespace, name) => kubelet?.podController.podRecord(namespace, name),
         callTimeoutMs,
         memoryCapacityBytes: quantityBytes(plan.identity.memory),
         logger,

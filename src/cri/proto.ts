@@ -43,6 +43,11 @@ interface LoadedProtos {
   readonly pkg: ProtoGrpcType['runtime']['v1'];
 }
 
+/** The package's proto/ directory (the other services on the CRI socket load their files from it). */
+export function protoRootDirectory(): string {
+  return findProtoRoot();
+}
+
 /** The runtime.v1 package, loaded once when this module is first imported (read-only after). */
 const loaded: LoadedProtos = loadCriProtos();
 

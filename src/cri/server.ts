@@ -12,6 +12,7 @@ import { withCachedListEncoding } from './list-encoding.js';
 import { CRI_MAX_MESSAGE_BYTES, imageServiceDefinition, runtimeServiceDefinition } from './proto.js';
 import { withUtf8CheckedRequests } from './request-decoding.js';
 import { serviceHandlers } from './service-handlers.js';
+import { identityServiceDefinition, type IdentityBackend } from './identity-service.js';
 
 /** Socket mode: owner and group may connect, like containerd's socket. */
 export const SOCKET_MODE = 0o660;
@@ -29,7 +30,8 @@ const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000;
 const PROBE_TIMEOUT_MS = 1000;
 
 export interface CriServerOptions {
-  runtime: CriBackend;
+  /** With `explainContainer`, the server serves cri-winsim's Identity service too (identity-service.ts). */
+  runtime: CriBackend & Partial<IdentityBackend>;
   logger?: Logger;
   /** Called around every handler (method, duration in seconds, status name). */
   observer?: CallObserver;
@@ -117,6 +119,7 @@ export class CriServer {
   private readonly runtimeHandlers: grpc.UntypedServiceImplementation;
   private readonly imageHandlers: grpc.UntypedServiceImplementation;
   private readonly adHandlers: grpc.UntypedServiceImplementation;
+  private readonly identityHandlers: grpc.UntypedServiceImplementation | undefined;
   private readonly shutdownTimeoutMs: number;
   private server: grpc.Server | undefined;
   private listener: NetServer | undefined;
@@ -133,6 +136,7 @@ export class CriServer {
     // The domain's service shares the socket: who may use the CRI may steer the domain. Its calls
     // are not CRI operations, so the CRI call observer (kubelet-style metrics) does not see them.
     this.adHandlers = serviceHandlers(activeDirectoryServiceDefinition(), runtime.activeDirectory ?? {}, { logger: this.ctx.logger, observer: undefined });
+    this.identityHandlers = typeof runtime.explainContainer === 'function' ? serviceHandlers(identityServiceDefinition(), runtime, this.ctx) : undefined;
   }
 
   /** The endpoint the server listens on, once listen() resolved. */
@@ -162,6 +166,7 @@ export class CriServer {
     server.addService(withUtf8CheckedRequests(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES)), this.runtimeHandlers);
     server.addService(withUtf8CheckedRequests(imageServiceDefinition()), this.imageHandlers);
     server.addService(activeDirectoryServiceDefinition(), this.adHandlers);
+    if (this.identityHandlers !== undefined) server.addService(identityServiceDefinition(), this.identityHandlers);
     // The server's own listener (grpc-js's bindAsync has no backlog option) hands each accepted
     // connection to grpc-js, which serves it as it would its own.
     const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ManifestSource } from '../apiserver/manifests.js';
 import type { ContainerOutcome, PodEvent, PodOutcome } from './pod-worker-options.js';
+import type { ContainerIdentityRecord } from './security-context.js';
+import type { GmsaAdmissionRecord } from '../apiserver/gmsa-admission-record.js';
 
 /** The kubelet's last word on one container: why it is waiting, for the attempt it tried. */
 export interface ContainerRecord {
@@ -20,6 +22,8 @@ export interface ContainerRecord {
   readonly containerId?: string;
   readonly reason?: string;
   readonly message?: string;
+  /** What the kubelet sent for the container's Windows identity (security-context.ts). */
+  readonly identity?: ContainerIdentityRecord;
 }
 
 /** An event as `kubectl describe` lists it: repeats are counted, not duplicated. */
@@ -51,6 +55,13 @@ export interface PodRecord {
    * container name: started and ready for that container ID. Absent: no prober ran.
    */
   readonly probes?: Readonly<Record<string, ProbeSnapshot>>;
+  /** What the API server's GMSA admission did to the pod (admission.ts), when it went through this kubelet's cluster. */
+  readonly gmsaAdmission?: GmsaAdmissionRecord;
+  /**
+   * The identity operations inside the pod's containers already reported as events (the runtime's
+   * sequence number of the last one), so each failure is posted once.
+   */
+  readonly identityEventsSeen?: string;
 }
 
 export interface ProbeSnapshot {
@@ -81,19 +92,21 @@ export function containerRecords(previous: Readonly<Record<string, ContainerReco
   const next: Record<string, ContainerRecord> = { ...previous };
   for (const c of outcomes) {
     const attempt = attempts[c.name] ?? 0;
+    const identity = c.identity === undefined ? {} : { identity: c.identity };
     if (c.state === 'waiting' && c.reason !== undefined) {
-      next[c.name] = { attempt, reason: c.reason, ...(c.containerId === undefined ? {} : { containerId: c.containerId }), ...(c.message === undefined ? {} : { message: c.message }) };
+      next[c.name] = { attempt, reason: c.reason, ...(c.containerId === undefined ? {} : { containerId: c.containerId }), ...(c.message === undefined ? {} : { message: c.message }), ...identity };
     } else {
-      next[c.name] = { attempt, ...(c.containerId === undefined ? {} : { containerId: c.containerId }) };
+      next[c.name] = { attempt, ...(c.containerId === undefined ? {} : { containerId: c.containerId }), ...identity };
     }
   }
   return next;
 }
 
 /** The record of a pod after its first sync. */
-export function recordFirstSync(pod: V1Pod, source: ManifestSource | undefined, outcome: PodOutcome, at = new Date(), applied?: V1Pod): PodRecord {
+export function recordFirstSync(pod: V1Pod, source: ManifestSource | undefined, outcome: PodOutcome, at = new Date(), applied?: V1Pod, gmsaAdmission?: GmsaAdmissionRecord): PodRecord {
   return {
     pod,
+    ...(gmsaAdmission === undefined ? {} : { gmsaAdmission }),
     ...(applied === undefined ? {} : { applied }),
     ...(source === undefined ? {} : { source }),
     startTime: at.toISOString(),
@@ -107,7 +120,7 @@ export function recordFirstSync(pod: V1Pod, source: ManifestSource | undefined, 
 export class PodRecordStore {
   readonly directory: string;
 
-  constructor(rootDir: string) {
+  constructor(readonly rootDir: string) {
     this.directory = join(rootDir, 'pods');
   }
 

@@ -4,6 +4,7 @@
  */
 import type { V1ConfigMap, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { RuntimeClass } from '../apiserver/runtime-class.js';
+import type { ContainerIdentityRecord } from './security-context.js';
 
 export type ContainerKind = 'init' | 'regular';
 
@@ -17,6 +18,8 @@ export interface ContainerOutcome {
   readonly reason?: string;
   readonly message?: string;
   readonly exitCode?: number;
+  /** What the kubelet sent for the container's Windows identity, once its CRI config was built. */
+  readonly identity?: ContainerIdentityRecord;
 }
 
 export interface PodEvent {

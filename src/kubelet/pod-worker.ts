@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { unaryCall, type CriClient } from '../cri/proto.js';
 import type { PodSandboxConfig } from '../generated/runtime/v1/PodSandboxConfig.js';
+import { createHash } from 'node:crypto';
 import { buildContainerConfig, buildPodSandboxConfig } from './cri-config.js';
+import { containerIdentityRecord, type ContainerIdentityRecord, type ContainerWindowsSecurityContext } from './security-context.js';
 import { podKeyring, pullWithCredentials, PullErrors } from './image-pull.js';
 import type { DockerKeyring } from './image-pull-credentials.js';
 import { lookupRuntimeHandler } from './runtime-class.js';
@@ -19,6 +21,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { grpcErrorString, grpcMessage } from './cri-errors.js';
 import { ImagePulls, type ContainerKind, type ContainerOutcome, type PodEvent, type PodOutcome, type PodWorkerOptions } from './pod-worker-options.js';
 import { isSidecar } from './sync/pod-actions.js';
+
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** API defaulting of imagePullPolicy: Always for `:latest` or no tag, else IfNotPresent. */
 export function effectivePullPolicy(container: V1Container): 'Always' | 'IfNotPresent' | 'Never' {
@@ -123,6 +127,8 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
   const { sandboxId, sandboxConfig, options } = ctx;
   const call = { timeoutMs: options.callTimeoutMs ?? 30_000 };
   const event = (type: PodEvent['type'], reason: string, message: string) => ctx.events.push({ type, reason, message, container: container.name });
+  let identity: ContainerIdentityRecord | undefined;
+  const withIdentity = (outcome: ContainerOutcome): ContainerOutcome => (identity === undefined ? outcome : { ...outcome, identity });
   try {
     const image = await ensureImage(cri, container, sandboxConfig, call, event, options.imagePulls, () => podKeyring(pod, options, ctx.events));
     // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
@@ -140,6 +146,7 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
     } catch (err) {
       throw new ContainerStartFailure('CreateContainerConfigError', (err as Error).message);
     }
+    identity = containerIdentityRecord(pod, container, config.windows!.security_context as ContainerWindowsSecurityContext, sha256);
     let containerId: string;
     try {
       containerId = (await unaryCall(cri.runtime, 'CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandboxConfig }, call)).container_id;
@@ -151,14 +158,14 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
       await unaryCall(cri.runtime, 'StartContainer', { container_id: containerId }, call);
     } catch (err) {
       event('Warning', 'Failed', `Error: ${grpcMessage(err)}`);
-      return { name: container.name, kind, state: 'waiting', containerId, reason: 'RunContainerError', message: grpcMessage(err) };
+      return withIdentity({ name: container.name, kind, state: 'waiting', containerId, reason: 'RunContainerError', message: grpcMessage(err) });
     }
     event('Normal', 'Started', `Started container ${container.name}`);
-    return { name: container.name, kind, state: 'started', containerId };
+    return withIdentity({ name: container.name, kind, state: 'started', containerId });
   } catch (err) {
     if (!(err instanceof ContainerStartFailure)) throw err;
     event('Warning', 'Failed', `Error: ${err.reason === 'CreateContainerError' || err.reason === 'CreateContainerConfigError' ? err.message : err.reason}`);
-    return { name: container.name, kind, state: 'waiting', reason: err.reason, message: err.message };
+    return withIdentity({ name: container.name, kind, state: 'waiting', reason: err.reason, message: err.message });
   }
 }
 

@@ -9,7 +9,9 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/proto.js';
-import { admitPod, describeRejection, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from '../apiserver/admission.js';
+import { admitPod, defaultGmsaDesign, describeRejection, gmsaWebhookName, readAlphaCredentialSpecs, type AdmissionError, type GmsaDesign } from '../apiserver/admission.js';
+import { recordGmsaAdmission } from '../apiserver/gmsa-admission-record.js';
+import { AdmissionRefusalStore } from './explain/admission-refusals.js';
 import type { ClusterSource } from '../apiserver/cluster.js';
 import { loadPodFiles, type LoadedPod, type ManifestSource, type PodManifestOptions } from '../apiserver/manifests.js';
 import { admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
@@ -133,7 +135,13 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       }
       // Otherwise a CREATE; for a pod the node has, storage refuses it after admission (409).
       const admission = admitPod(pod, admissionContext);
-      if (!admission.allowed) return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
+      // The refusal is kept for `cri-winsim explain` (the pod never exists); an admitted pod drops it.
+      const refusals = options.records === undefined ? undefined : new AdmissionRefusalStore(options.records.rootDir);
+      if (!admission.allowed) {
+        await refusals?.save({ pod, refusal: { code: admission.error.code, by: refusedBy(admission.error), message: describeRejection(admission.error) }, time: new Date().toISOString() });
+        return { stage: 'admission', pod, source, error: admission.error, durationMs: durationMs() };
+      }
+      await refusals?.remove(pod.metadata?.namespace || 'default', pod.metadata?.name ?? '');
       if (await nodeHas(pod)) return { stage: 'exists', pod, source, durationMs: durationMs() };
       // The kubelet's admit handlers (lifecycle/predicate.go): a pod the node cannot take is never run.
       const others = await (running ??= readRunning());
@@ -143,7 +151,8 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
       const outcome = (await engine.sync(runnable, undefined, { ...workerOptions, sandboxTurn }, { restartExited: false })).created!;
-      await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod));
+      const gmsaAdmission = recordGmsaAdmission(options.design ?? defaultGmsaDesign, pod, admission.pod);
+      await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod, gmsaAdmission));
       return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };
     } finally {
       sandboxTurn.release();
@@ -239,6 +248,12 @@ export function summarizePodRun(result: PodRunResult): PodSummary {
   const first = regular.find((c) => c.state === 'waiting' && c.reason !== undefined);
   if (first !== undefined) return { namespace, name, ready, status: first.reason!, detail: `${first.name}: ${first.message ?? first.reason}` };
   return { namespace, name, ready, status: 'Running', detail: '' };
+}
+
+/** Who refused, as a user would name it: the webhook's name, or the API server's plugin or step. */
+function refusedBy(error: AdmissionError): string {
+  if (error.by === 'gmsa-webhook') return gmsaWebhookName;
+  return error.by === 'validation' ? 'the API server (field validation)' : `the API server (${error.by} admission)`;
 }
 
 /** A container the update left alone, as the outcome of the pass reports it. */

@@ -212,3 +212,54 @@ export function verifyRunAsNonRoot(pod: V1Pod, container: V1Container, imageUser
   }
   return undefined;
 }
+
+/**
+ * What the kubelet decided for a container's Windows identity, kept in the pod's record where it
+ * decides it (pod-worker.ts), for `cri-winsim explain`: the effective windowsOptions and where each
+ * came from, and what went into the CRI config. The credential spec itself is in the admitted pod;
+ * here only its size and SHA-256, to compare with what the runtime received.
+ */
+export interface ContainerIdentityRecord {
+  readonly effective: {
+    readonly gmsaCredentialSpecName?: string;
+    /** Where the credential spec pair came from: the container's own windowsOptions, the pod's, or neither. */
+    readonly credentialSpecFrom: 'container' | 'pod' | 'none';
+    readonly credentialSpecBytes: number;
+    readonly runAsUserName?: string;
+    readonly runAsUserNameFrom: 'container' | 'pod' | 'image' | 'none';
+    readonly hostProcess: boolean;
+  };
+  readonly criConfig: {
+    readonly credentialSpecBytes: number;
+    /** Hex SHA-256 of credential_spec ('' when empty). */
+    readonly credentialSpecSha256: string;
+    readonly runAsUsername: string;
+    readonly hostProcess: boolean;
+  };
+}
+
+/** The record of a container's identity as the kubelet sends it (`imageUser`: the image's user, as for the config). */
+export function containerIdentityRecord(pod: V1Pod, container: V1Container, sent: ContainerWindowsSecurityContext, sha256: (text: string) => string): ContainerIdentityRecord {
+  const effective = determineEffectiveSecurityContext(pod, container)?.windowsOptions ?? {};
+  const own = container.securityContext?.windowsOptions;
+  const podOptions = pod.spec?.securityContext?.windowsOptions;
+  const ownPair = own?.gmsaCredentialSpecName !== undefined || own?.gmsaCredentialSpec !== undefined;
+  const podPair = podOptions?.gmsaCredentialSpecName !== undefined || podOptions?.gmsaCredentialSpec !== undefined;
+  const runAsFrom = own?.runAsUserName !== undefined ? 'container' : podOptions?.runAsUserName !== undefined ? 'pod' : sent.run_as_username !== '' ? 'image' : 'none';
+  return {
+    effective: {
+      ...(effective.gmsaCredentialSpecName === undefined ? {} : { gmsaCredentialSpecName: effective.gmsaCredentialSpecName }),
+      credentialSpecFrom: ownPair ? 'container' : podPair ? 'pod' : 'none',
+      credentialSpecBytes: Buffer.byteLength(effective.gmsaCredentialSpec ?? '', 'utf8'),
+      ...(effective.runAsUserName === undefined ? {} : { runAsUserName: effective.runAsUserName }),
+      runAsUserNameFrom: runAsFrom,
+      hostProcess: effective.hostProcess === true,
+    },
+    criConfig: {
+      credentialSpecBytes: Buffer.byteLength(sent.credential_spec, 'utf8'),
+      credentialSpecSha256: sent.credential_spec === '' ? '' : sha256(sent.credential_spec),
+      runAsUsername: sent.run_as_username,
+      hostProcess: sent.host_process,
+    },
+  };
+}

@@ -53,6 +53,7 @@ export async function removeContainerRecord(ctx: RuntimeContext, container: Cont
     throw err;
   }
   ctx.windows.identities.delete(container);
+  ctx.windows.journal.forget(container.id);
   ctx.containers.names.release(container.name, container.id);
   if (container.runtimeOwnedLog) await rm(dirname(container.logPath), { recursive: true, force: true });
   ctx.logger.info({ containerId: container.id }, 'container removed');

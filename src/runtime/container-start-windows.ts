@@ -7,6 +7,7 @@ import { WINDOWS_IDENTITY_KEY } from './windows/identity-command-registration.js
 import type { LogonSession } from './windows/logon-session.js';
 import { currentIdentity } from './windows/shared-gmsa-trust.js';
 import { RuntimeError } from './errors.js';
+import type { StartStep } from './windows/identity-journal.js';
 import { IMAGE_MISMATCH_TEXT, isolationOfHandler, windowsImageRuns, type IsolationMode } from './images/windows-compat.js';
 
 /**
@@ -18,15 +19,26 @@ import { IMAGE_MISMATCH_TEXT, isolationOfHandler, windowsImageRuns, type Isolati
  * on the container (EXITED, StartError). The credential spec's removal is declared on `cleanup`.
  */
 export async function prepareWindowsStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack): Promise<void> {
+  // The step under way, for the identity journal: `cri-winsim explain` names the hop that broke.
+  const progress: { step: StartStep; failureReason?: string } = { step: 'image' };
   try {
-    await prepareBackendStart(ctx, container, cleanup);
+    await prepareBackendStart(ctx, container, cleanup, progress);
   } catch (err) {
     // The texts and code of the runtime being simulated (flavors/).
-    throw ctx.flavor.startFailed(err, container.id);
+    const failed = ctx.flavor.startFailed(err, container.id);
+    ctx.windows.journal.recordStart(container.id, {
+      state: 'failed',
+      failedStep: progress.step,
+      errorCode: failed instanceof RuntimeError ? failed.code : 'Unknown',
+      error: failed.message,
+      ...(progress.failureReason === undefined ? {} : { failureReason: progress.failureReason }),
+    });
+    throw failed;
   }
+  ctx.windows.journal.recordStart(container.id, { state: 'started' });
 }
 
-async function prepareBackendStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack): Promise<void> {
+async function prepareBackendStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack, progress: { step: StartStep; failureReason?: string }): Promise<void> {
   const { windows } = ctx;
   const id = container.id;
   // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
@@ -36,8 +48,10 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   let released: Promise<void> | undefined;
   cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
   checkImageBuild(ctx, container);
+  progress.step = 'hand-off';
   windows.checkFault('credential-spec-read', id);
   const credentialSpec = await ctx.flavor.credentialSpecAtStart(container, ctx.containers.configOf(container));
+  progress.step = 'hcs-document';
   windows.checkFault('credential-spec-validate', id);
   const document = credentialSpec === undefined ? undefined : windows.credentialSpecs.parse(credentialSpec);
   // The spec shows the document HCS accepted as windows.credentialSpec.
@@ -45,14 +59,19 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
     for (const opt of ctx.flavor.startedSpecOpts(container)) opt(spec);
   });
 
+  progress.step = 'logon';
   windows.checkFault('identity', id);
   const decision = decideIdentity(ctx, container, document);
   const startError = identityStartError(decision);
-  if (startError !== undefined) throw startError;
+  if (startError !== undefined) {
+    progress.failureReason = decision.startError!.reason;
+    throw startError;
+  }
 
   keepIdentity(ctx, container, decision.identity);
   container.windowsIdentityDecided = true;
   container.user = decision.identity.userName;
+  progress.step = 'process';
   windows.checkFault('process-start', id);
   released = releaseCredentialSpecAfterStart(ctx, container);
 }

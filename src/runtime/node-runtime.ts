@@ -41,6 +41,9 @@ import { lockStateDir } from './state-dir-lock.js';
 import { ACTIVE_DIRECTORY_RPCS, type ActiveDirectoryApi } from './active-directory.js';
 import type { LiveDomain } from './windows/live-domain.js';
 import { DOMAIN_RECORD_ID, encodeDomain } from './store/domain-record.js';
+import { explainContainer, type IdentityRuntime } from './identity-explain.js';
+import type { ExplainContainerRequest__Output } from '../generated/criwinsim/identity/v1/ExplainContainerRequest.js';
+import type { ExplainContainerResponse } from '../generated/criwinsim/identity/v1/ExplainContainerResponse.js';
 
 /** Every change of a record is written to the metadata store (group-committed per event-loop turn). */
 function persistChanges(ctx: RuntimeContext, db: MetadataDb): void {
@@ -118,7 +121,7 @@ export interface NodeRuntimeOptions {
  * Its RPC methods come from RUNTIME_RPCS (cri-runtime.ts): each one is `serve` with the RPC's
  * handler.
  */
-export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRuntime {
+export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRuntime, IdentityRuntime {
   private closed = false;
   /**
    * The ActiveDirectory service (proto/criwinsim/ad/v1): `ad get|apply` over the CRI socket; the
@@ -376,6 +379,11 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
   /** The streaming server's base URL (http://127.0.0.1:port). */
   get streamingUrl(): string {
     return this.ctx.streaming.url;
+  }
+
+  /** Identity.ExplainContainer (cri-winsim's own service on the CRI socket: identity-explain.ts). */
+  explainContainer(request: ExplainContainerRequest__Output, deadlineMs?: number): Promise<ExplainContainerResponse> {
+    return this.serve('ExplainContainer', explainContainer, request, deadlineMs) as Promise<ExplainContainerResponse>;
   }
 
   subscribeContainerEvents(listener: (ev: ContainerEventResponse) => void): () => void {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,9 +19,14 @@ describe('pod worker (one SyncPod pass over CRI)', () => {
   it('runs the sandbox, pulls only what is missing, creates and starts every container', async () => {
     const outcome = await run(pod([container('a'), container('b', 'iis:ltsc2022')], { securityContext: { windowsOptions: { gmsaCredentialSpec: '{"ok":1}' } } }));
     expect(outcome.sandboxId).to.equal('sandbox-1');
+    // What the kubelet sent for the Windows identity is recorded with the outcome (cri-winsim explain).
+    const identity = {
+      effective: { credentialSpecFrom: 'pod', credentialSpecBytes: 8, runAsUserNameFrom: 'image', hostProcess: false },
+      criConfig: { credentialSpecBytes: 8, credentialSpecSha256: createHash('sha256').update('{"ok":1}').digest('hex'), runAsUsername: 'ContainerUser', hostProcess: false },
+    };
     expect(outcome.containers).to.deep.equal([
-      { name: 'a', kind: 'regular', state: 'started', containerId: 'ctr-a' },
-      { name: 'b', kind: 'regular', state: 'started', containerId: 'ctr-b' },
+      { name: 'a', kind: 'regular', state: 'started', containerId: 'ctr-a', identity },
+      { name: 'b', kind: 'regular', state: 'started', containerId: 'ctr-b', identity },
     ]);
     expect(fx.runtime.calls.filter((c) => c === 'PullImage')).to.have.length(1);
     // The resolved image id goes to the runtime, the spec's reference beside it.

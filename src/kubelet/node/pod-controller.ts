@@ -42,6 +42,7 @@ import { runInContainer } from '../container-exec.js';
 import { apiPodObjects } from '../pod-objects.js';
 import { ProbeManager, probedPod } from '../prober.js';
 import { TimerWheel } from './timer-wheel.js';
+import { IdentityEventWatcher } from './identity-event-watcher.js';
 
 /** Bounds the pod syncs running at once across every node of a process. */
 export class SyncLimiter {
@@ -107,6 +108,8 @@ export class PodController implements PodHandler {
   private stopped = false;
   private readonly probes: ProbeManager;
   private readonly ownWheel: TimerWheel | undefined;
+  /** Posts the failures of identity operations inside the pods' containers as events. */
+  private readonly identityEvents: IdentityEventWatcher;
 
   constructor(
     private readonly api: ApiRequester,
@@ -123,6 +126,8 @@ export class PodController implements PodHandler {
       onResult: (uid) => this.enqueue(uid),
       onEvent: (pod, event) => this.recorder.record(pod, [event]),
     });
+    const live = () => [...this.pods.values()].filter((s) => !s.deleted && !s.rejected && s.started);
+    this.identityEvents = new IdentityEventWatcher(cri.endpoint, options.wheel ?? this.ownWheel!, recorder, live, options.callTimeoutMs, logger);
   }
 
   /** Reads what the runtime still runs (to adopt it) and follows container exits. */
@@ -131,6 +136,7 @@ export class PodController implements PodHandler {
     this.adoptable = new Set(existing.map((p) => p.uid));
     if (existing.length > 0) this.logger.info({ node: this.options.nodeName, pods: existing.length }, 'pods found in the runtime; adopting those the API server still binds here');
     this.followContainerEvents();
+    this.identityEvents.start();
   }
 
   stop(): void {
@@ -138,7 +144,16 @@ export class PodController implements PodHandler {
     this.events?.cancel();
     for (const state of this.pods.values()) clearTimeout(state.backoffTimer);
     this.probes.stop();
+    this.identityEvents.stop();
     this.ownWheel?.stop();
+  }
+
+  /** The record of a pod of the node by namespace and name (cri-winsim explain). */
+  podRecord(namespace: string, name: string): PodRecord | undefined {
+    for (const s of this.pods.values()) {
+      if (!s.deleted && s.pod.metadata?.namespace === namespace && s.pod.metadata?.name === name) return { ...s.record, pod: s.pod };
+    }
+    return undefined;
   }
 
   /** The pods the node runs, for the kubelet server's /pods. */

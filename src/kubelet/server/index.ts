@@ -10,6 +10,7 @@
  *   /stats/summary                            Summary API from CRI stats          routes/stats.ts
  *   /metrics, /metrics/resource               Prometheus text                     routes/stats.ts
  *   POST /run/{ns}/{pod}[/{uid}]/{container}  ExecSync, combined output           routes/exec.ts
+ *   /explain/{ns}/{pod}                       cri-winsim explain, as JSON          routes/explain.ts
  *   /exec, /attach, /portForward              CRI Exec/Attach/PortForward, the    routes/exec.ts
  *                                             upgraded connection proxied to the runtime's URL
  *
@@ -31,6 +32,8 @@ import { attachRoute, execRoute, portForwardRoute, runRoute } from './routes/exe
 import { healthRoute } from './routes/health.js';
 import { containerLogsRoute } from './routes/logs.js';
 import { podsRoute } from './routes/pods.js';
+import { explainRoute } from './routes/explain.js';
+import type { PodRecord } from '../pod-records.js';
 import { metricsRoute, statsRoute } from './routes/stats.js';
 import { RuntimePods } from './runtime-pods.js';
 import { KubeletServerMetrics } from './server-metrics.js';
@@ -58,6 +61,8 @@ export interface KubeletServerOptions {
   readonly cri: CriClient;
   /** The pods bound to the node (the kubelet's pod manager). */
   pods(): readonly V1Pod[];
+  /** The kubelet's record of a pod of the node, for /explain (cri-winsim explain). */
+  podRecord?(namespace: string, name: string): PodRecord | undefined;
   /** Deadline of each CRI call (default 10 s). */
   readonly callTimeoutMs?: number;
   /** When the node started, for /stats/summary (default: when the server started). */
@@ -92,7 +97,7 @@ const DEFAULT_PORT = 10250;
 
 /** The route table: each route family by the first segment of the path. */
 const ROUTES: ReadonlyMap<string, Route> = new Map([
-  healthRoute, podsRoute, statsRoute, metricsRoute, containerLogsRoute, runRoute, execRoute, attachRoute, portForwardRoute,
+  healthRoute, podsRoute, statsRoute, metricsRoute, containerLogsRoute, runRoute, execRoute, attachRoute, portForwardRoute, explainRoute,
 ].map((r) => [r.root, r]));
 
 /** Checks the options, reads the certificates and starts listening; rejects with the kubelet's start-up error. */
@@ -127,6 +132,7 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
     nodeStartTime: options.nodeStartTime ?? new Date(),
     ...(options.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: options.memoryCapacityBytes } : {}),
     pods: () => options.pods(),
+    ...(options.podRecord === undefined ? {} : { podRecord: (namespace: string, name: string) => options.podRecord!(namespace, name) }),
     syncLoopHealth: () => options.syncLoopHealth?.(),
     runtimeName: runtimeNameOf(options.cri, callTimeoutMs),
   };

@@ -9,6 +9,7 @@ import { unaryCall, type CriClient } from '../../cri/proto.js';
 import type { Logger } from '../../log.js';
 import type { RuntimePods } from './runtime-pods.js';
 import type { KubeletServerMetrics } from './server-metrics.js';
+import type { PodRecord } from '../pod-records.js';
 
 export interface RouteContext {
   readonly nodeName: string;
@@ -21,6 +22,8 @@ export interface RouteContext {
   readonly memoryCapacityBytes?: number;
   /** The pods bound to the node (the kubelet's pod manager). */
   pods(): readonly V1Pod[];
+  /** The kubelet's record of a pod of the node (for /explain); absent: the route answers 404. */
+  podRecord?(namespace: string, name: string): PodRecord | undefined;
   /** The sync loop's health for /healthz (an error text when unhealthy). */
   syncLoopHealth(): string | undefined;
   /** The runtime's name (CRI Version), for `<runtime>://<id>` in texts. */

@@ -31,6 +31,12 @@ export function adOperationResult(result: CommandResult, identity: ContainerIden
   return access.kind === 'none' ? 'no-domain' : 'error';
 }
 
+/** Who hears of the identity commands' answers. */
+export interface IdentityCommandObservers {
+  readonly metrics?: AdOperationCounters | undefined;
+  readonly onAnswer?: (containerId: string, argv: readonly string[], result: CommandResult) => void;
+}
+
 /** The commands whose every run asks the domain. */
 const DOMAIN_COMMANDS = new Set(['nltest', 'klist']);
 
@@ -61,8 +67,11 @@ function sessionCommand(argv: readonly string[], session: WindowsSession): Comma
  * targets without a Windows identity the command that was registered before (if any) runs
  * instead, so Linux containers keep their plain `whoami`/`hostname`. Windows output ends lines in
  * CRLF. Each run reads the container's identity and domain at that moment (its session).
+ * `observers.metrics` counts the operations that ask the domain; `observers.onAnswer` is told of
+ * every answer given from an identity (the runtime's identity journal, `cri-winsim explain`).
  */
-export function registerIdentityCommands(registry: CommandRegistry, metrics?: AdOperationCounters): void {
+export function registerIdentityCommands(registry: CommandRegistry, observers: IdentityCommandObservers = {}): void {
+  const { metrics, onAnswer } = observers;
   for (const name of ['whoami', 'hostname', 'nltest', 'klist', 'nslookup'] as const) {
     const previous = registry.lookup(name);
     const handle = IDENTITY_COMMANDS[name];
@@ -81,6 +90,7 @@ export function registerIdentityCommands(registry: CommandRegistry, metrics?: Ad
         return 9009;
       }
       if (metrics !== undefined && DOMAIN_COMMANDS.has(name)) metrics.onOperation(adOperationName(ctx.argv), adOperationResult(result, identity), (performance.now() - started) / 1000);
+      onAnswer?.(ctx.target.containerId, ctx.argv, result);
       if (result.stdout !== '') ctx.stdout(result.stdout.replace(/\r?\n/g, '\r\n'));
       if (result.stderr !== '') ctx.stderr(result.stderr.replace(/\r?\n/g, '\r\n'));
       return result.exitCode;

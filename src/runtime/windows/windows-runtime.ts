@@ -21,6 +21,7 @@ import { formatPlan, parseScenario, planScenario, ScenarioRunner, type ScenarioD
 import { LiveDomain } from './live-domain.js';
 import { parseUserYaml, readUserFile } from '../validation/user-file.js';
 import { LogonSession } from './logon-session.js';
+import { IdentityJournal } from './identity-journal.js';
 import { openNodeDirectory, type NodeDirectory } from './node-directory.js';
 import { SmallFileReader } from './security-options.js';
 
@@ -129,6 +130,8 @@ export class WindowsRuntime {
    * decision is made again (it depends on the domain, the container and its logon session only).
    */
   readonly identities = new BoundedCache<object, { generation: number; identity: ContainerIdentity }>(IDENTITY_CACHE_SIZE);
+  /** How each container's start went and what its identity operations answered (`cri-winsim explain`). */
+  readonly journal = new IdentityJournal();
   /** Started Windows containers' logon sessions: the password version held, the tickets cached. */
   private readonly sessions = new WeakMap<object, LogonSession>();
   /** The scenario running (its timers are this runtime's, stopped at close). */
@@ -196,7 +199,7 @@ export class WindowsRuntime {
     if (prepared.adModeDeprecation !== undefined) logger.warn(prepared.adModeDeprecation);
     // Start-up sweep (cri-dockerd does it at service start): nothing of a previous run is in use.
     const swept = sweepAtOpen ? await handoff.sweep() : [];
-    registerIdentityCommands(commands, options.adOperationMetrics);
+    registerIdentityCommands(commands, { metrics: options.adOperationMetrics, onAnswer: (containerId, argv, result) => runtime.journal.recordOperation(containerId, argv, result) });
     logger.info(
       { node: node.name, nodeSource: node.source, adMode: prepared.adModeName ?? mode, runtimeFlavor: flavor.name, credentialSpecTransport: flavor.transport ?? 'none', sweptCredentialSpecs: swept.length },
       'windows node ready',
