@@ -8,13 +8,16 @@
  *   node dist/bench/tuning-memory.js [--pods 5000] [--rounds 2]
  *
  * Prints one line per run and a summary (median per variant); bench/README.md ("Tuning tricks")
- * has the figures.
+ * has the figures. With `--idle-collection` it measures the idle collection instead
+ * (src/tuning/idle-collector.ts): the resident memory after a burst of `--pods` whole pod
+ * lifecycles (nothing left live) before and after the collection the idle collector makes.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NodeRuntime } from '../src/runtime/node-runtime.js';
+import { compactingCollection } from '../src/tuning/idle-collector.js';
 import { MEASURED_TUNING, PLAIN_TUNING, type RuntimeTuning } from '../src/tuning/runtime-tuning.js';
 import { imageSpec } from '../test/runtime/helpers.js';
 import { runProcess } from '../test/support/process.js';
@@ -89,6 +92,42 @@ async function measure(variant: string, pods: number): Promise<{ variant: string
   }
 }
 
+/** A burst of whole pod lifecycles, then RSS before and after the idle collector's collection. */
+async function idleCollection(pods: number): Promise<void> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'winsim-tuning-idle-'));
+  const runtime = await NodeRuntime.open({ stateDir, pullDelayMs: 0 });
+  try {
+    await runtime.pullImage({ image: imageSpec(BENCH_IMAGE), auth: null, sandbox_config: null });
+    const rssAtStart = process.memoryUsage().rss;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < pods) {
+        const pod: PodShape = { name: `burst-${next++}`, gmsa: next % 2 === 0 };
+        const sandbox = sandboxConfig(pod);
+        const podSandboxId = (await runtime.runPodSandbox(decoded<RunPodSandboxRequest__Output>('RunPodSandbox', { config: sandbox }))).pod_sandbox_id ?? '';
+        const create = decoded<CreateContainerRequest__Output>('CreateContainer', { pod_sandbox_id: podSandboxId, config: containerConfig(pod, BENCH_IMAGE), sandbox_config: sandbox });
+        const containerId = (await runtime.createContainer(create)).container_id ?? '';
+        await runtime.startContainer(decoded<StartContainerRequest__Output>('StartContainer', { container_id: containerId }));
+        await runtime.stopContainer({ container_id: containerId, timeout: '0' });
+        await runtime.removeContainer({ container_id: containerId });
+        await runtime.stopPodSandbox({ pod_sandbox_id: podSandboxId });
+        await runtime.removePodSandbox({ pod_sandbox_id: podSandboxId });
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, () => worker()));
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const before = process.memoryUsage();
+    await compactingCollection()();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const after = process.memoryUsage();
+    const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
+    process.stdout.write(`idle collection after ${pods} pods: RSS ${mib(before.rss)} -> ${mib(after.rss)} MiB (at start ${mib(rssAtStart)}), heap used ${mib(before.heapUsed)} -> ${mib(after.heapUsed)} MiB\n`);
+  } finally {
+    await runtime.close();
+    await rm(stateDir, { recursive: true, force: true });
+  }
+}
+
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -97,7 +136,9 @@ const median = (values: number[]): number => {
 
 const pods = option('--pods', 5000);
 const child = process.argv.indexOf('--variant');
-if (child >= 0) {
+if (process.argv.includes('--idle-collection')) {
+  await idleCollection(pods);
+} else if (child >= 0) {
   process.stdout.write(`${JSON.stringify(await measure(process.argv[child + 1] ?? '', pods))}\n`);
 } else {
   const rounds = option('--rounds', 2);
