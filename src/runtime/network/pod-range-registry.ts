@@ -1,4 +1,4 @@
-import { chmod, mkdir, readdir, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rmdir, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeError } from '../errors.js';
@@ -95,6 +95,18 @@ export class PodRangeRegistry {
   }
 
   private async choose(stateDir: string, pick: (live: readonly LiveLease[]) => AddressBlock): Promise<PodRangeLease> {
+    // The last lease's release removes the empty directory; one removed under this chooser's
+    // feet is made again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.chooseOnce(stateDir, pick);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  private async chooseOnce(stateDir: string, pick: (live: readonly LiveLease[]) => AddressBlock): Promise<PodRangeLease> {
     await mkdir(this.dir, { recursive: true });
     // Shared by every user's runtimes, as the loopback is: writable by all, like /tmp.
     await chmod(this.dir, 0o1777).catch(() => undefined);
@@ -109,7 +121,14 @@ export class PodRangeRegistry {
       });
       // Under the registry lock a live lease of this name would have overlapped above.
       if ('heldBy' in outcome) throw new Error(`pod range lease ${describeBlock(block)} is held by pid ${outcome.heldBy.pid}`);
-      return { block, release: () => outcome.lock.release() };
+      return {
+        block,
+        release: async () => {
+          await outcome.lock.release();
+          // Nothing left behind by the last runtime (rmdir fails while another lease is there).
+          await rmdir(this.dir).catch(() => undefined);
+        },
+      };
     } finally {
       await registryLock.release();
     }
