@@ -266,6 +266,12 @@ export function deriveNodeDirectory(template: NodeDirectory, computerName: strin
   for (const domain of file.domains) {
     for (const group of domain.groups ?? []) group.members = group.members.map(rename);
     for (const gmsa of domain.gmsas ?? []) gmsa.principalsAllowedToRetrieveManagedPassword = gmsa.principalsAllowedToRetrieveManagedPassword.map(rename);
+    for (const share of (domain.fileServers ?? []).flatMap((f) => f.shares)) {
+      for (const key of ['readAccess', 'changeAccess', 'fullAccess'] as const) {
+        const principals = share[key];
+        if (principals !== undefined) share[key] = principals.map(rename);
+      }
+    }
   }
   const source = `${template.source} (as ${file.node.name})`;
   return new NodeDirectory(validateNodeFile(file, source), source);
