@@ -307,6 +307,12 @@ export function renameComputerAccount(domains: readonly DomainSpec[], from: stri
   for (const domain of copy) {
     for (const group of domain.groups ?? []) group.members = group.members.map(rename);
     for (const gmsa of domain.gmsas ?? []) gmsa.principalsAllowedToRetrieveManagedPassword = gmsa.principalsAllowedToRetrieveManagedPassword.map(rename);
+    for (const share of (domain.fileServers ?? []).flatMap((f) => f.shares)) {
+      for (const key of ['readAccess', 'changeAccess', 'fullAccess'] as const) {
+        const principals = share[key];
+        if (principals !== undefined) share[key] = principals.map(rename);
+      }
+    }
   }
   return copy;
 }

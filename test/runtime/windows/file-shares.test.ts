@@ -153,3 +153,15 @@ describe('file shares in the node file', () => {
     expect(rejects(SMB_NODE_YAML.replace('address: 127.0.54.1', 'address: 127.0.53.2'))).to.equal('node.yaml: domains[0].fileServers[1].address: 127.0.53.2 is already the address of domains[0].domainControllers[1]');
   });
 });
+
+describe('file shares of a node derived from a template (node mode)', () => {
+  it('gives the share permissions of the template computer account to the new one', async () => {
+    const { deriveNodeDirectory } = await import('../../../src/runtime/windows/node-directory.js');
+    const yaml = SMB_NODE_YAML.replace("readAccess: ['DEMO\\EventLogger$']", () => "readAccess: ['DEMO\\EventLogger$', 'WINNODE1$']");
+    expect(yaml).to.not.equal(SMB_NODE_YAML);
+    const template = smbDirectory(yaml);
+    const derived = deriveNodeDirectory(template, 'MULTI-2', 'multi-2');
+    expect(derived.findDomain('DEMO')!.fileServers![0]!.shares[0]!.readAccess).to.deep.equal(['DEMO\\EventLogger$', 'MULTI-2$']);
+    expect(derived.findDomain('DEMO')!.fileServers![0]!.shares[1]!.readAccess).to.deep.equal(['Everyone']);
+  });
+});
