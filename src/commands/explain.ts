@@ -17,7 +17,6 @@ import { withExamples } from './help-examples.js';
 import { addClusterFlags, addLogFlags, addNodeFlags, nodeSettings } from './kubelet-flags.js';
 import { DEFAULT_NAMESPACE } from './kubelet-get.js';
 import { withRuntime } from './kubelet-runtime.js';
-import { explainThroughApiServer } from './explain-node-mode.js';
 
 interface ExplainFlags {
   namespace?: string;
@@ -49,6 +48,8 @@ export async function explain(pod: string, flags: ExplainFlags, command: Command
   let explanation: IdentityExplanation | undefined;
   const options = command.optsWithGlobals<ExplainFlags>();
   if (options.kubeconfig !== undefined) {
+    // Loaded only for node mode: the API client and kubelet server modules are not needed otherwise.
+    const { explainThroughApiServer } = await import('./explain-node-mode.js');
     explanation = await explainThroughApiServer(options.kubeconfig, options.context, namespace, name);
   } else {
     const settings = nodeSettings(command, io.err);

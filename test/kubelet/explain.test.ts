@@ -286,6 +286,7 @@ describe('cri-winsim explain on the command line', function () {
   });
   after(async () => {
     await rt?.close();
+    if (rt !== undefined) await rm(rt.dir, { recursive: true, force: true });
   });
 
   it('explains a pod `kubelet run` ran, -o json for machines; a bad -o is a usage error (2); an unknown pod NotFound (1)', async () => {

@@ -3,6 +3,7 @@
 // through the Identity service and posts each new failure once through the node's event
 // recorder. The reason IdentityOperationFailed is cri-winsim's own.
 import { expect } from 'chai';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DirectoryClusterSource } from '../../src/apiserver/cluster.js';
@@ -62,6 +63,7 @@ describe('node mode: identity operation failures become pod events', function ()
       expect(reporting.record.identityEventsSeen).to.equal('3');
     } finally {
       await rt.close();
+      await rm(rt.dir, { recursive: true, force: true });
     }
   });
 });

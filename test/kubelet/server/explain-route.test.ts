@@ -2,6 +2,7 @@
 // and the runtime's through its Identity service, as JSON, for `kubectl get --raw
 // /api/v1/nodes/NODE/proxy/explain/NS/POD`. The 404 texts are our own.
 import { expect } from 'chai';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DirectoryClusterSource } from '../../../src/apiserver/cluster.js';
@@ -43,6 +44,7 @@ describe('kubelet server: /explain/{namespace}/{pod}', function () {
   after(async () => {
     await server?.close();
     await rt?.close();
+    if (rt !== undefined) await rm(rt.dir, { recursive: true, force: true });
   });
 
   it('answers the explanation of a pod of the node as JSON', async () => {

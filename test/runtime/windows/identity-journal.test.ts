@@ -2,6 +2,7 @@
 // service that serves it on the CRI socket (proto/criwinsim/identity/v1, cri-winsim's own API).
 import { expect } from 'chai';
 import { status as GrpcStatus } from '@grpc/grpc-js';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unaryCall } from '../../../src/cri/proto.js';
 import { createIdentityClient } from '../../../src/cri/identity-service.js';
@@ -65,6 +66,7 @@ describe('Identity.ExplainContainer on the CRI socket', function () {
     } finally {
       identity.close();
       await rt.close();
+      await rm(rt.dir, { recursive: true, force: true });
     }
   });
 
@@ -83,6 +85,7 @@ describe('Identity.ExplainContainer on the CRI socket', function () {
     } finally {
       identity.close();
       await rt.close();
+      await rm(rt.dir, { recursive: true, force: true });
     }
   });
 });
