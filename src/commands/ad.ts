@@ -62,7 +62,8 @@ interface DomainStateMessage {
 
 function addConnectionFlags(command: Command): Command {
   return command
-    .option('--runtime-endpoint <endpoint>', 'the runtime\'s CRI socket (unix:///path)', DEFAULT_ENDPOINT)
+    // crictl's flag and environment variable (CONTAINER_RUNTIME_ENDPOINT).
+    .option('--runtime-endpoint <endpoint>', 'the runtime\'s CRI socket (unix:///path; default $CONTAINER_RUNTIME_ENDPOINT, else the runtime\'s default)', process.env.CONTAINER_RUNTIME_ENDPOINT || DEFAULT_ENDPOINT)
     .option('--timeout <duration>', 'how long to wait for the runtime (Go duration)', '10s');
 }
 
