@@ -112,5 +112,8 @@ export function adCommand(): Command {
       ['The domain controller goes away for a minute, 30 s from now, the same way on every run', 'cri-winsim ad apply --scenario examples/ad/dc-outage.yaml --seed 7 --runtime-endpoint unix:///tmp/cri.sock'],
     ]),
   );
-  return ad;
+  return withExamples(ad, [
+    ['Print the domain of the runtime that CONTAINER_RUNTIME_ENDPOINT names', 'cri-winsim ad get'],
+    ['Apply a changed copy of it', 'cri-winsim ad apply -f ad.yaml'],
+  ]);
 }
