@@ -62,7 +62,8 @@ interface DomainStateMessage {
 
 function addConnectionFlags(command: Command): Command {
   return command
-    .option('--runtime-endpoint <endpoint>', 'the runtime\'s CRI socket (unix:///path)', DEFAULT_ENDPOINT)
+    // crictl's flag and environment variable (CONTAINER_RUNTIME_ENDPOINT).
+    .option('--runtime-endpoint <endpoint>', 'the runtime\'s CRI socket (unix:///path; default $CONTAINER_RUNTIME_ENDPOINT, else the runtime\'s default)', process.env.CONTAINER_RUNTIME_ENDPOINT || DEFAULT_ENDPOINT)
     .option('--timeout <duration>', 'how long to wait for the runtime (Go duration)', '10s');
 }
 
@@ -111,5 +112,8 @@ export function adCommand(): Command {
       ['The domain controller goes away for a minute, 30 s from now, the same way on every run', 'cri-winsim ad apply --scenario examples/ad/dc-outage.yaml --seed 7 --runtime-endpoint unix:///tmp/cri.sock'],
     ]),
   );
-  return ad;
+  return withExamples(ad, [
+    ['Print the domain of the runtime that CONTAINER_RUNTIME_ENDPOINT names', 'cri-winsim ad get'],
+    ['Apply a changed copy of it', 'cri-winsim ad apply -f ad.yaml'],
+  ]);
 }

@@ -369,7 +369,8 @@ describe('cri-winsim --help and completion', function () {
   };
 
   it('bash completes commands, flags (not the hidden ones) and flag values', async () => {
-    expect(await complete(['cri-winsim', ''])).to.deep.equal(['runtime', 'kubelet', 'demo', 'node', 'explain', 'completion']);
+    expect(await complete(['cri-winsim', ''])).to.deep.equal(['runtime', 'kubelet', 'demo', 'node', 'ad', 'explain', 'completion']);
+    expect(await complete(['cri-winsim', 'ad', ''])).to.deep.equal(['get', 'apply']);
     expect(await complete(['cri-winsim', 'kubelet', 'g'])).to.deep.equal(['get']);
     expect(await complete(['cri-winsim', 'kubelet', 'get', '--container-r'])).to.deep.equal(['--container-runtime-endpoint']);
     expect(await complete(['cri-winsim', 'kubelet', '--runtime-e'])).to.deep.equal([]);

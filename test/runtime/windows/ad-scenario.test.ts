@@ -17,6 +17,9 @@ import {
   windowsPodConfig,
 } from '../../e2e/windows-support.js';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { repoRoot } from '../../support/paths.js';
 
 const live = () => new LiveDomain(DEFAULT_NODE_FILE.node, { domains: DEFAULT_NODE_FILE.domains, source: 'embedded default node' });
 
@@ -71,6 +74,23 @@ describe('active directory scenarios', () => {
     expect(second).to.deep.equal(first);
     // A step's end sets back what the domain was just before it.
     expect(first.outcomes.every((o) => o.error === undefined)).to.equal(true);
+  });
+
+  it('the examples in examples/ad are valid and name what the embedded node\'s domain has', () => {
+    const read = (f: string) => parseYaml(readFileSync(join(repoRoot, 'examples', 'ad', f), 'utf8')) as unknown;
+    for (const file of ['dc-outage.yaml', 'quick-flap.yaml']) {
+      const scenario = parseScenario(read(file), file);
+      const runner = new ScenarioRunner(live(), scenario, file, planScenario(scenario, 7), silentLogger());
+      runner.stop();
+    }
+    expect(formatPlan(planScenario(parseScenario(read('quick-flap.yaml'), 'q'), 0))).to.deep.equal([
+      '+2.000s steps[0] (dc outage) dcDown dc1.contoso.com',
+      '+5.000s steps[0] (dc outage) dcDown dc1.contoso.com ends',
+      '+6.000s steps[1] (clock skew) clockSkew {"dc":"dc1.contoso.com","seconds":600}',
+      '+9.000s steps[1] (clock skew) clockSkew {"dc":"dc1.contoso.com","seconds":600} ends',
+    ]);
+    const state = live().apply(read('contoso-dc-down.yaml'), 'contoso-dc-down.yaml');
+    expect(state.domains[0]!.domainControllers[0]!.reachable).to.equal(false);
   });
 
   it('stops: no change after stop', async () => {

@@ -9,17 +9,21 @@ import { NodeRuntime } from '../../../src/runtime/node-runtime.js';
 import { DEFAULT_NODE_FILE } from '../../../src/runtime/windows/default-node.js';
 import { LiveDomain, type ActiveDirectoryDocument } from '../../../src/runtime/windows/live-domain.js';
 import type { DomainSpec } from '../../../src/runtime/windows/node-file.js';
+import { repoRoot } from '../../support/paths.js';
 import {
   createWindowsContainer,
   execSync,
   IIS,
   KEP_EXAMPLE_CREDENTIAL_SPEC,
+  kepExampleWith,
   removeAllPods,
   startInProcessRuntime,
   windowsContainerConfig,
   windowsPodConfig,
   type InProcessRuntime,
 } from '../../e2e/windows-support.js';
+
+const CCG_PLUGIN = '{859E1386-BDB4-49E8-85C7-3070B13920E1}';
 
 /** The embedded node's AD (WINNODE1 in contoso.com), as a document to change. */
 function contoso(change: (domain: DomainSpec) => void = () => {}): ActiveDirectoryDocument {
@@ -204,6 +208,34 @@ describe('live domain: running containers see a change at their next identity op
       expect(applied.state).to.include({ generation: String(Number(before.state.generation) + 1), source: 'ad.yaml' });
     } finally {
       client.close();
+    }
+  });
+});
+
+describe('live domain: a CCG plugin failing on a node that is not domain-joined', function () {
+  this.timeout(60_000);
+
+  it('a plugin marked unhealthy fails the next container start with hcsshim\'s error; healthy again, it starts', async () => {
+    const rt = await startInProcessRuntime({ nodeFile: join(repoRoot, 'examples', 'nodes', 'ccg-workgroup.yaml') });
+    try {
+      const spec = kepExampleWith((d) => {
+        d.ActiveDirectoryConfig.HostAccountConfig = { PortableCcgVersion: '1', PluginGUID: CCG_PLUGIN, PluginInput: 'contoso-keyvault/ccg-reader' };
+      });
+      const start = async (name: string) => {
+        const security = { credential_spec: spec, run_as_username: 'ContainerUser' };
+        const pod = windowsPodConfig(name, join(rt.dir, 'pods'), security);
+        const { containerId } = await createWindowsContainer(rt.cri, pod, windowsContainerConfig('app', IIS, security));
+        return unaryCall(rt.cri.runtime, 'StartContainer', { container_id: containerId }, { timeoutMs: 10_000 }).then(() => 'started', (e: ServiceError) => e.details);
+      };
+      const domains = rt.runtime.domain.domains as DomainSpec[];
+      rt.runtime.domain.apply({ domains: structuredClone(domains), ccgPlugins: [{ pluginGuid: CCG_PLUGIN, healthy: false }] }, 'ccg-down.yaml');
+      expect(await start('ccg-a')).to.contain('Failed to setup the external credentials for Container').and.contain('The RPC server is unavailable. (0xC0020017)');
+      rt.runtime.domain.apply({ domains: structuredClone(domains), ccgPlugins: [{ pluginGuid: CCG_PLUGIN, healthy: true }] }, 'ccg-up.yaml');
+      expect(await start('ccg-b')).to.equal('started');
+    } finally {
+      await removeAllPods(rt.cri);
+      await rt.close();
+      await rm(rt.dir, { recursive: true, force: true });
     }
   });
 });
