@@ -228,7 +228,7 @@ describe('hardening: deeply nested YAML is refused before the parser', function 
     // failed - process out of memory": the yaml parser ran out of stack while V8 compiled one of
     // its regular expressions. A fresh process, as a user's `cri-winsim` command would be.
     const script = [
-      `const { loadPodManifest } = await import(${JSON.stringify(join(repoRoot, 'dist', 'src', 'kubelet', 'manifests.js'))});`,
+      `const { loadPodManifest } = await import(${JSON.stringify(join(repoRoot, 'dist', 'src', 'apiserver', 'manifests.js'))});`,
       `const { parseNodeFile } = await import(${JSON.stringify(join(repoRoot, 'dist', 'src', 'runtime', 'windows', 'node-directory.js'))});`,
       `console.log(loadPodManifest('f.yaml', '- '.repeat(5000)).errors[0].message);`,
       `try { parseNodeFile('{"node":' + '{"a":'.repeat(3000) + '1' + '}'.repeat(3000) + '}', 'n.yaml'); } catch (e) { console.log(e.message); }`,

@@ -1,5 +1,5 @@
-// For suites whose processes use the program's own default addresses, which no flag of theirs
-// moves: `cri-winsim node` gives one node the pod range 127.10.0.0/16 and several nodes
+// For suites whose processes use the program's own default addresses (node mode has no flag to
+// move them; the others test the command lines users run): `cri-winsim node` gives one node the pod range 127.10.0.0/16 and several nodes
 // 127.11.N.0/24 and node IPs 127.0.1.N; `cri-winsim demo`, and a runtime started without
 // --pod-cidr (as the compose file starts it), run their pods in 127.10.0.0/16. Their
 // pods serve port 80 on those addresses, so two such suites in two parallel workers would collide
