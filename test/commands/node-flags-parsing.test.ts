@@ -2,7 +2,7 @@
 // Taint syntax follows the kubelet's --register-with-taints (k8s.io/kubernetes pkg/util/taints
 // ParseTaints, v1.34): key=value:Effect or key:Effect, effects NoSchedule, PreferNoSchedule, NoExecute.
 import { expect } from 'chai';
-import { computerName, nodeAddress, podCidr, nodeNames, parseDuration } from '../../src/commands/node.js';
+import { computerName, nodeAddress, podCidr, nodeNames, parseDuration } from '../../src/commands/node-names.js';
 import { parseNodeLabels, parseTaints } from '../../src/commands/registration-flags.js';
 import { windowsOsImage } from '../../src/kubelet/node/node-controller.js';
 import { defaultNodeDirectory, deriveNodeDirectory } from '../../src/runtime/windows/node-directory.js';

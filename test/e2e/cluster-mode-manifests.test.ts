@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { requireControlPlaneTools, startControlPlane, type ControlPlane } from '../support/control-plane.js';
 import { repoRoot } from '../support/paths.js';
-import { nodeNames } from '../../src/commands/node.js';
+import { nodeNames } from '../../src/commands/node-names.js';
 
 describe('examples/cluster-mode against a real kube-apiserver (server-side dry run)', function () {
   this.timeout(180_000);
