@@ -46,8 +46,10 @@ describe('node mode: the domain as a cluster resource (SimulatedDomain)', functi
   const dcDown = () => domainWith((s) => (s.domains[0].domainControllers[0].reachable = false));
   const containers: Record<string, string> = {};
   const nltest = async (node: string) => {
-    const res = await runCrictl(target(node), ['exec', '-s', containers[node]!, 'nltest', '/sc_verify:contoso.com'], { check: false });
-    return { code: res.code, stdout: res.stdout };
+    const res = await runCrictl(target(node), ['exec', containers[node]!, 'nltest', '/sc_verify:contoso.com'], { check: false });
+    // Streaming exec: crictl prints what the command wrote and exits with its code (`exec -s` prints
+    // only crictl's own error on a non-zero exit). Compared without line endings (CRLF from cmd.exe).
+    return { code: res.code, stdout: `${res.stdout.replace(/\r\n/g, '\n').trimEnd()}\n` };
   };
   const statusEntry = async (generation: number) =>
     until(`status of generation ${generation}`, 20_000, async () => {
