@@ -69,9 +69,14 @@ const documents: Readonly<Record<string, JsonSchema>> = {
 };
 
 /** Keywords copied as they are: they mean the same in JSON Schema draft-07 and in a CRD's schema. */
-const SAME_KEYWORDS = new Set(['type', 'description', 'required', 'enum', 'minimum', 'maximum', 'minItems', 'maxItems', 'minLength', 'maxLength']);
-/** Keywords left out: documentation of our own (errorReason), or what pruning does in a CRD (additionalProperties: false). */
-const DROPPED_KEYWORDS = new Set(['$schema', '$id', 'title', 'errorReason', 'definitions']);
+const SAME_KEYWORDS = new Set(['type', 'description', 'required', 'enum', 'minimum', 'maximum', 'minItems', 'maxItems', 'minLength', 'maxLength', 'minProperties', 'maxProperties']);
+/**
+ * Keywords left out: documentation of our own (errorReason), or what pruning does in a CRD
+ * (additionalProperties: false), or what a CRD's schema cannot say: `propertyNames` (a share's
+ * file names) — the node process's apply checks those with the JSON Schema and reports a refusal
+ * on the resource's status.
+ */
+const DROPPED_KEYWORDS = new Set(['$schema', '$id', 'title', 'errorReason', 'definitions', 'propertyNames']);
 
 function resolveRef(ref: string, base: string): { schema: JsonSchema; base: string } {
   const hash = ref.indexOf('#');
@@ -109,6 +114,7 @@ export function structuralSchema(schema: JsonSchema, base = 'active-directory.sc
     if (SAME_KEYWORDS.has(key)) out[key] = value;
     else if (DROPPED_KEYWORDS.has(key)) continue;
     else if (key === 'additionalProperties' && value === false) continue;
+    else if (key === 'additionalProperties' && typeof value === 'object' && value !== null) out.additionalProperties = structuralSchema(value as JsonSchema, sourceBase, `${path}/additionalProperties`);
     else if (key === 'properties') {
       out.properties = Object.fromEntries(Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [name, structuralSchema(sub, sourceBase, `${path}/properties/${name}`)]));
     } else if (key === 'items') out.items = structuralSchema(value as JsonSchema, sourceBase, `${path}/items`);
