@@ -64,7 +64,7 @@ const CACHED_LISTS: Readonly<Record<string, { field: string; element: WireCopy }
 };
 
 /** A ServiceError as grpc-js's client makes it from a status (call.ts callErrorFromStatus, grpc-js 1.14). */
-export function clientError(code: grpc.status, details: string): grpc.ServiceError {
+function clientError(code: grpc.status, details: string): grpc.ServiceError {
   return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: new grpc.Metadata() });
 }
 
@@ -137,7 +137,15 @@ class ServerSideStream extends EventEmitter {
 
   write(event: object): boolean {
     if (this.ended || this.cancelled) return false;
-    this.queued.push(this.copy.copy(event) ?? this.throughBytes(event));
+    let copied: unknown;
+    try {
+      copied = this.copy.copy(event) ?? this.throughBytes(event);
+    } catch {
+      // grpc-js server-interceptors.ts sendMessage, as for a unary response.
+      this.emit('error', { code: grpc.status.INTERNAL, details: 'Error serializing response' });
+      return false;
+    }
+    this.queued.push(copied);
     this.schedule();
     return true;
   }
