@@ -10,6 +10,9 @@ import { expect } from 'chai';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCrictl } from '../support/crictl.js';
+import { runProcess } from '../support/process.js';
+import { cliPath } from '../support/paths.js';
+import type { ActiveDirectoryDocument } from '../../src/runtime/windows/live-domain.js';
 import { repoRoot, requireCriTool } from '../support/paths.js';
 import { startRuntime, type RuntimeHandle } from '../support/runtime.js';
 import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith, windowsContainerConfig, windowsPodConfig, type WindowsSecurity } from './windows-support.js';
@@ -17,6 +20,9 @@ import { KEP_EXAMPLE_CREDENTIAL_SPEC, kepExampleWith, windowsContainerConfig, wi
 // An image nobody described: a Windows image of the node's build (docs/images.md).
 const IMAGE = 'contoso.azurecr.io/webapp:1.0';
 const text = (s: string): string => s.replace(/\r\n/g, '\n');
+// With every DC of the domain down (its DNS still answering) the gMSA gets no ticket for the
+// file server: cmd prints ERROR_NO_LOGON_SERVERS' (1311) system message (docs/smb-shares.md).
+const SMB_DC_DOWN = 'There are currently no logon servers available to service the logon request.\n';
 
 describe('SMB file shares through the real crictl', function () {
   this.timeout(60_000);
@@ -116,5 +122,33 @@ describe('SMB file shares through the real crictl', function () {
     const lookup = await exec('plain', ['powershell.exe', '-Command', 'nslookup contoso.com']);
     expect(lookup.code).to.equal(0);
     expect(lookup.output).to.match(/^Server: {2}dc1\.contoso\.com\nAddress: {2}127\.\d+\.\d+\.1\n\nName: {4}contoso\.com\nAddress: {2}127\.\d+\.\d+\.1\n/);
+  });
+  it('a domain controller taken down with `cri-winsim ad apply`: the SMB write and nltest /sc_verify fail in the running container, and recover', async () => {
+    const ad = (args: string[]) => runProcess(process.execPath, [cliPath, 'ad', ...args, '--runtime-endpoint', runtime().endpoint], { killAfterMs: 20_000 });
+    const got = await ad(['get', '-o', 'json']);
+    expect(got.code, got.stderr).to.equal(0);
+    const domain = JSON.parse(got.stdout) as ActiveDirectoryDocument;
+    delete domain.generation;
+    const applyWith = async (name: string, reachable: boolean) => {
+      const doc = structuredClone(domain);
+      for (const dc of doc.domains[0]!.domainControllers) dc.reachable = reachable;
+      const file = join(runtime().dir, name);
+      writeFileSync(file, JSON.stringify(doc));
+      const r = await ad(['apply', '-f', file]);
+      expect(r.code, r.stderr).to.equal(0);
+    };
+    const write = () => exec('writer', ['cmd', '/c', 'echo during > \\\\files01\\data\\outage.txt']);
+    expect(await write()).to.deep.equal({ code: 0, output: '' });
+    await applyWith('dc-down.json', false);
+    const down = await write();
+    expect(down.code).to.equal(1);
+    expect(failedWith(down.output)).to.equal(SMB_DC_DOWN);
+    // Without -s: crictl passes a failing command's stdout on, where nltest prints its status.
+    const verify = await crictl(['exec', ids.writer!, 'nltest', '/sc_verify:contoso.com'], false);
+    expect(verify.code).to.equal(1);
+    expect(text(verify.stdout)).to.equal('I_NetLogonControl failed: Status = 1311 0x51f ERROR_NO_LOGON_SERVERS\n');
+    await applyWith('dc-up.json', true);
+    expect(await write()).to.deep.equal({ code: 0, output: '' });
+    expect((await exec('writer', ['nltest', '/sc_verify:contoso.com'])).output).to.include('Status = 0 0x0 NERR_Success');
   });
 });

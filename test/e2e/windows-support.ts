@@ -9,6 +9,7 @@ import { stringify as toYaml } from 'yaml';
 import { createCriClient, unaryCall, type CriClient } from '../../src/cri/proto.js';
 import { CriServer } from '../../src/cri/server.js';
 import { NodeRuntime } from '../../src/runtime/node-runtime.js';
+import { STATE_LOCK_FILE } from '../../src/runtime/state-dir-lock.js';
 import { CREDENTIAL_SPEC_DIRECTORY, CREDENTIAL_SPEC_REGISTRY_KEY } from '../../src/runtime/windows/credential-spec-handoff.js';
 import { DEFAULT_NODE_FILE } from '../../src/runtime/windows/default-node.js';
 import type { NodeFile } from '../../src/runtime/windows/node-directory.js';
@@ -181,6 +182,9 @@ export async function startInProcessRuntime(windows: WindowsRuntimeOptions, dir?
       await server.close();
       // A crashed process loses its listening sockets with it: the streaming server goes too.
       await runtime.context.streaming.close();
+      // ... and its state directory lock is stale (its pid is gone). This process lives on, so the
+      // lock file, which names this pid, goes instead: the next open finds no live holder.
+      await rm(join(stateDir, STATE_LOCK_FILE), { force: true });
     },
   };
 }
