@@ -1,31 +1,18 @@
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType } from '../generated/active_directory.js';
 import type { ActiveDirectoryClient, ActiveDirectoryDefinition } from '../generated/criwinsim/ad/v1/ActiveDirectory.js';
 import { unixEndpoint, unixSocketPath } from './endpoint.js';
-import { CRI_LOADER_OPTIONS } from './proto.js';
+import { CRI_LOADER_OPTIONS, protoRootDirectory } from './proto.js';
 
 export type { ActiveDirectoryClient };
 
 const PROTO_FILE = join('criwinsim', 'ad', 'v1', 'active_directory.proto');
 
-/** The package's proto directory, from src/cri (tests) or dist/src/cri (built), as proto.ts finds it. */
-function findProtoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let level = 0; level < 6; level++) {
-    const candidate = join(dir, 'proto');
-    if (existsSync(join(candidate, PROTO_FILE))) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error(`cannot find proto/${PROTO_FILE} above ${dirname(fileURLToPath(import.meta.url))}`);
-}
-
 /** The criwinsim.ad.v1 package, loaded once when this module is first imported (read-only after). */
 const adPackage = (
-  grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_FILE, { ...CRI_LOADER_OPTIONS, includeDirs: [findProtoRoot()] })) as unknown as ProtoGrpcType
+  grpc.loadPackageDefinition(protoLoader.loadSync(PROTO_FILE, { ...CRI_LOADER_OPTIONS, includeDirs: [protoRootDirectory()] })) as unknown as ProtoGrpcType
 ).criwinsim.ad.v1;
 
 /** cri-winsim's ActiveDirectory service (not part of the CRI), served on the CRI socket. */
