@@ -7,7 +7,7 @@
 // in a process that was already running (each command reads the domain when it runs); `nltest
 // /sc_reset` takes the channel back. What one container writes to a share, another reads.
 import { expect } from 'chai';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unaryCall } from '../../../src/cri/proto.js';
 import { createWindowsContainer, execSync, KEP_EXAMPLE_CREDENTIAL_SPEC, startInProcessRuntime, windowsContainerConfig, windowsPodConfig, type InProcessRuntime } from '../../e2e/windows-support.js';
@@ -23,6 +23,8 @@ describe('SMB and the shared gMSA secure channel over time (WS2016 node)', funct
   let rt: InProcessRuntime | undefined;
   afterEach(async () => {
     await rt?.close();
+    // close() leaves the directory (a restart may open it again): this suite never does.
+    if (rt !== undefined) await rm(rt.dir, { recursive: true, force: true });
     rt = undefined;
   });
 
