@@ -19,23 +19,17 @@ export type IdentityBackend = IdentityRuntime;
 
 const IDENTITY_PROTO = join('criwinsim', 'identity', 'v1', 'identity.proto');
 
-let loaded: ProtoGrpcType['criwinsim']['identity']['v1'] | undefined;
-
-/** The criwinsim.identity.v1 package, loaded on first use (immutable after). */
-function identityPackage(): ProtoGrpcType['criwinsim']['identity']['v1'] {
-  if (loaded === undefined) {
-    const definition = protoLoader.loadSync(IDENTITY_PROTO, { ...CRI_LOADER_OPTIONS, includeDirs: [protoRootDirectory()] });
-    loaded = (grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType).criwinsim.identity.v1;
-  }
-  return loaded;
-}
+/** The criwinsim.identity.v1 package, loaded once when this module is first imported (read-only after), as proto.ts loads runtime.v1. */
+const identityPackage = (
+  grpc.loadPackageDefinition(protoLoader.loadSync(IDENTITY_PROTO, { ...CRI_LOADER_OPTIONS, includeDirs: [protoRootDirectory()] })) as unknown as ProtoGrpcType
+).criwinsim.identity.v1;
 
 export function identityServiceDefinition(): IdentityDefinition {
-  return identityPackage().Identity.service;
+  return identityPackage.Identity.service;
 }
 
 /** An Identity client on `unix:///path`, its own channel (close it when done). */
 export function createIdentityClient(endpoint: string): IdentityClient {
-  const Identity = identityPackage().Identity;
+  const Identity = identityPackage.Identity;
   return new Identity(unixEndpoint(unixSocketPath(endpoint)), grpc.credentials.createInsecure());
 }

@@ -14,11 +14,6 @@ export function currentDirectory(ctx: RuntimeContext): NodeDirectory {
   return ctx.windows.node;
 }
 
-/** A started Windows container's identity now: its decision, and the shared secure channel's state. */
-export function liveIdentity(ctx: RuntimeContext, container: ContainerRecord): ContainerIdentity | undefined {
-  return currentWindowsIdentity(ctx, container);
-}
-
 /**
  * What a process of a Windows container asks of the node and the domain (emulator's
  * WindowsSession): each call reads the domain and the container's identity at that moment.
@@ -35,7 +30,7 @@ class ContainerWindowsSession implements WindowsSession {
   }
 
   identity(): ContainerIdentity | undefined {
-    return liveIdentity(this.ctx, this.container);
+    return currentWindowsIdentity(this.ctx, this.container);
   }
 
   directory(): NodeDirectory {
