@@ -1,11 +1,13 @@
 /**
  * The pods a node runs, as the kubelet reads them back from the runtime (ListPodSandbox and
  * ListContainers, grouped by the kubelet's `io.kubernetes.pod.uid` label), their kubectl-style
- * status, and their removal (killPod then removal: StopContainer with the grace period,
- * StopPodSandbox, RemoveContainer, RemovePodSandbox).
+ * status, and their end: killPod (StopContainer with the grace period, StopPodSandbox) and
+ * removal (RemoveContainer, RemovePodSandbox), all through the typed RuntimeService calls.
  */
-import type * as grpc from '@grpc/grpc-js';
-import { unaryCall, type CriClient } from '../cri/proto.js';
+import type { CriClient } from '../cri/proto.js';
+import { isNotFound, runtimeCalls, type RuntimeCalls } from '../cri/runtime-calls.js';
+import type { Container__Output } from '../generated/runtime/v1/Container.js';
+import type { PodSandbox__Output } from '../generated/runtime/v1/PodSandbox.js';
 import { KubernetesContainerNameLabel, KubernetesPodNameLabel, KubernetesPodNamespaceLabel, KubernetesPodUIDLabel } from './cri-config.js';
 import { grpcErrorString } from './cri-errors.js';
 
@@ -55,13 +57,13 @@ export interface NodePodsOptions {
 
 /** The kubelet-managed pods on the node; sandboxes without the kubelet's labels are not ours. */
 export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}): Promise<NodePod[]> {
-  const call = { timeoutMs: options.callTimeoutMs ?? 10_000 };
-  const selector = options.uid === undefined ? {} : { filter: { label_selector: { [KubernetesPodUIDLabel]: options.uid } } };
-  const sandboxes = (await unaryCall(cri.runtime, 'ListPodSandbox', selector, call)).items.filter((s) => s.labels[KubernetesPodUIDLabel] !== undefined);
+  const runtime = runtimeCalls(cri, options.callTimeoutMs ?? 10_000);
+  const filter = options.uid === undefined ? undefined : { label_selector: { [KubernetesPodUIDLabel]: options.uid } };
+  const sandboxes = (await runtime.listPodSandbox(filter)).filter((s) => s.labels[KubernetesPodUIDLabel] !== undefined);
   if (sandboxes.length > maxPods) throw new Error(`the runtime lists ${sandboxes.length} pod sandboxes, more than ${maxPods}`);
-  const containers = (await unaryCall(cri.runtime, 'ListContainers', selector, call)).containers;
+  const containers = await runtime.listContainers(filter);
 
-  const byUid = new Map<string, typeof sandboxes>();
+  const byUid = new Map<string, PodSandbox__Output[]>();
   for (const sandbox of sandboxes) {
     const uid = sandbox.labels[KubernetesPodUIDLabel]!;
     byUid.set(uid, [...(byUid.get(uid) ?? []), sandbox]);
@@ -74,12 +76,14 @@ export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}
     const details: NodeContainer[] = [];
     for (const c of own) {
       const state = containerStates[c.state] ?? 'Unknown';
-      const base = { id: c.id, name: c.labels[KubernetesContainerNameLabel] ?? c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state };
       // Only ContainerStatus carries start and finish times, the exit code and the reason.
-      const status = await containerStatus(cri, c.id, call);
+      const status = await runtime.containerStatus(c.id);
       if (status === undefined) continue; // removed between the list and the status call
       details.push({
-        ...base,
+        id: c.id,
+        name: containerName(c),
+        attempt: c.metadata?.attempt ?? 0,
+        state,
         createdAt: status.created_at,
         startedAt: status.started_at,
         finishedAt: status.finished_at,
@@ -90,7 +94,7 @@ export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}
         ...(status.message ? { message: status.message } : {}),
       });
     }
-    const podIp = newest.state === 0 ? await sandboxIp(cri, newest.id, call) : '';
+    const podIp = newest.state === 0 ? ((await runtime.podSandboxStatus(newest.id))?.network?.ip ?? '') : '';
     pods.push({
       uid,
       name: newest.labels[KubernetesPodNameLabel] ?? newest.metadata?.name ?? '',
@@ -106,23 +110,8 @@ export async function listNodePods(cri: CriClient, options: NodePodsOptions = {}
   return pods.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
 }
 
-async function containerStatus(cri: CriClient, id: string, call: { timeoutMs: number }) {
-  try {
-    return (await unaryCall(cri.runtime, 'ContainerStatus', { container_id: id, verbose: false }, call)).status ?? undefined;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
-async function sandboxIp(cri: CriClient, id: string, call: { timeoutMs: number }): Promise<string> {
-  try {
-    return (await unaryCall(cri.runtime, 'PodSandboxStatus', { pod_sandbox_id: id, verbose: false }, call)).status?.network?.ip ?? '';
-  } catch (err) {
-    if (isNotFound(err)) return '';
-    throw err;
-  }
-}
+/** A container's name as the kubelet labelled it. */
+const containerName = (c: Container__Output): string => c.labels[KubernetesContainerNameLabel] ?? c.metadata?.name ?? '';
 
 /**
  * kubectl's READY and STATUS columns for a pod read back from the runtime (printPod's rules,
@@ -160,44 +149,73 @@ export function nodePodStatus(pod: NodePod, spec: { readonly initContainers?: re
   return { ready, status };
 }
 
-const notFound = 5;
-const isNotFound = (err: unknown): boolean => (err as Partial<grpc.ServiceError>).code === notFound;
-
 export interface DeletePodOptions extends NodePodsOptions {
   /** terminationGracePeriodSeconds: StopContainer's timeout. */
   readonly gracePeriodSeconds?: number;
 }
 
+/** What is left of a pod in the runtime: its sandboxes and their containers (stops and removals are idempotent in CRI: read, not assumed). */
+async function podObjects(runtime: RuntimeCalls, pod: NodePod): Promise<{ sandboxIds: string[]; containers: Container__Output[] }> {
+  const filter = { label_selector: { [KubernetesPodUIDLabel]: pod.uid } };
+  const sandboxIds = (await runtime.listPodSandbox(filter)).map((s) => s.id).filter((id) => pod.sandboxIds.includes(id));
+  const containers = (await runtime.listContainers(filter)).filter((c) => pod.sandboxIds.includes(c.pod_sandbox_id));
+  return { sandboxIds, containers };
+}
+
 /**
- * Stops and removes every sandbox and container of a pod; objects already gone are skipped.
- * Returns what was removed. Fails with the pod's name and the runtime's error otherwise.
+ * Runs one CRI step on an object of `pod`: false when the object is gone already (NOT_FOUND),
+ * otherwise fails with the pod's name, the step and the runtime's error.
+ */
+async function step(verb: string, pod: NodePod, what: string, run: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await run();
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw new Error(`failed to ${verb} pod ${pod.namespace}/${pod.name}: ${what}: ${grpcErrorString(err)}`, { cause: err });
+  }
+}
+
+export interface KillPodOptions extends DeletePodOptions {
+  /** Called with the names of the running containers before they are stopped (the Killing events come first). */
+  readonly onKilling?: (containers: readonly string[]) => void;
+}
+
+/**
+ * The kubelet's killPod (kuberuntime_manager.go KillPod, v1.34): StopContainer on every running
+ * container of the pod at once, each with the grace period, then StopPodSandbox on each sandbox.
+ * Nothing is removed.
+ */
+export async function killNodePod(cri: CriClient, pod: NodePod, options: KillPodOptions = {}): Promise<void> {
+  const grace = options.gracePeriodSeconds ?? 30;
+  // A sandbox's stop may wait for its containers: give it the grace period too.
+  const runtime = runtimeCalls(cri, (options.callTimeoutMs ?? 10_000) + grace * 1000);
+  await killPodObjects(runtime, pod, await podObjects(runtime, pod), grace, 'kill', options.onKilling);
+}
+
+async function killPodObjects(runtime: RuntimeCalls, pod: NodePod, objects: { sandboxIds: string[]; containers: Container__Output[] }, grace: number, verb: string, onKilling?: (containers: readonly string[]) => void): Promise<void> {
+  const running = objects.containers.filter((c) => c.state === 1);
+  onKilling?.(running.map(containerName));
+  await Promise.all(running.map((c) => step(verb, pod, `StopContainer ${c.id}`, () => runtime.stopContainer(c.id, grace))));
+  for (const id of objects.sandboxIds) await step(verb, pod, `StopPodSandbox ${id}`, () => runtime.stopPodSandbox(id));
+}
+
+/**
+ * killPod, then RemoveContainer and RemovePodSandbox on everything of the pod; objects already
+ * gone are skipped. Returns what was removed. Fails with the pod's name and the runtime's error otherwise.
  */
 export async function deleteNodePod(cri: CriClient, pod: NodePod, options: DeletePodOptions = {}): Promise<{ containers: string[]; sandboxes: string[] }> {
   const grace = options.gracePeriodSeconds ?? 30;
-  // A stop may take the whole grace period; give the call that long plus the usual deadline.
-  const call = { timeoutMs: (options.callTimeoutMs ?? 10_000) + grace * 1000 };
+  // A stop may take the whole grace period; give the calls that long plus the usual deadline.
+  const runtime = runtimeCalls(cri, (options.callTimeoutMs ?? 10_000) + grace * 1000);
+  const objects = await podObjects(runtime, pod);
+  await killPodObjects(runtime, pod, objects, grace, 'delete');
   const removed = { containers: [] as string[], sandboxes: [] as string[] };
-  const step = async (what: string, run: () => Promise<unknown>): Promise<boolean> => {
-    try {
-      await run();
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw new Error(`failed to delete pod ${pod.namespace}/${pod.name}: ${what}: ${grpcErrorString(err)}`, { cause: err });
-    }
-  };
-  // Stop and remove are idempotent in CRI, so what is left is read from the runtime, not assumed.
-  const sandboxIds = (await unaryCall(cri.runtime, 'ListPodSandbox', {}, call)).items.map((s) => s.id).filter((id) => pod.sandboxIds.includes(id));
-  const all = (await unaryCall(cri.runtime, 'ListContainers', {}, call)).containers.filter((c) => pod.sandboxIds.includes(c.pod_sandbox_id));
-  for (const c of all.filter((c) => c.state === 1)) {
-    await step(`StopContainer ${c.id}`, () => unaryCall(cri.runtime, 'StopContainer', { container_id: c.id, timeout: String(grace) }, call));
+  for (const c of objects.containers) {
+    if (await step('delete', pod, `RemoveContainer ${c.id}`, () => runtime.removeContainer(c.id))) removed.containers.push(c.id);
   }
-  for (const id of sandboxIds) await step(`StopPodSandbox ${id}`, () => unaryCall(cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call));
-  for (const c of all) {
-    if (await step(`RemoveContainer ${c.id}`, () => unaryCall(cri.runtime, 'RemoveContainer', { container_id: c.id }, call))) removed.containers.push(c.id);
-  }
-  for (const id of sandboxIds) {
-    if (await step(`RemovePodSandbox ${id}`, () => unaryCall(cri.runtime, 'RemovePodSandbox', { pod_sandbox_id: id }, call))) removed.sandboxes.push(id);
+  for (const id of objects.sandboxIds) {
+    if (await step('delete', pod, `RemovePodSandbox ${id}`, () => runtime.removePodSandbox(id))) removed.sandboxes.push(id);
   }
   return removed;
 }

@@ -14,7 +14,7 @@
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import type { PodEvent } from './pod-worker-options.js';
 import type { NodePod } from './node-pods.js';
-import type { PodPhase, PodStatusView } from './pod-status.js';
+import type { PodPhase, PodStatusView, ProbeStatus } from './pod-status.js';
 import { effectiveProbe, runProbe, type EffectiveProbe, type ExecInContainer, type ProbeOutcome, type ProbeTarget, type ProbeType } from './probes.js';
 
 export interface ScheduledTask {
@@ -144,6 +144,17 @@ export class ProbeManager {
   /** The pod's containers as the last sync saw them (the status manager's copy the workers read). */
   setPodStatus(uid: string, pod: ProbedPod): void {
     if (this.workers.has(uid)) this.pods.set(uid, pod);
+  }
+
+  /** Hands the workers the pod's containers as a sync saw them (the status manager's copy); only probed pods keep one. */
+  observe(uid: string, view: PodStatusView, nodePod: NodePod | undefined): void {
+    this.setPodStatus(uid, probedPod(view, nodePod));
+  }
+
+  /** The pod's started and ready as its probes have them, for its status; undefined when it has no probe worker. */
+  statusOf(uid: string): ProbeStatus | undefined {
+    if (!this.probes(uid)) return undefined;
+    return { started: (name, id) => this.isStarted(uid, name, id), ready: (name, id) => this.isReady(uid, name, id) };
   }
 
   podStatus(uid: string): ProbedPod | undefined {

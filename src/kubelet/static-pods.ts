@@ -24,7 +24,7 @@ import { readAlphaCredentialSpecs, type GmsaDesign } from '../apiserver/admissio
 import type { ClusterSource } from '../apiserver/cluster.js';
 import { loadPodFiles, type ManifestSource, type PodManifestOptions } from '../apiserver/manifests.js';
 import { snapshotPodObjects } from './pod-objects.js';
-import { deleteNodePod, listNodePods, nodePodStatus, type NodePod } from './node-pods.js';
+import { listNodePods, nodePodStatus, type NodePod } from './node-pods.js';
 import type { PodEvent, PodWorkerOptions } from './pod-worker-options.js';
 import { mergeEvents, recordFirstSync, type PodRecordStore, type ProbeSnapshot } from './pod-records.js';
 import { latestAttempts, shouldRestart } from './sync/pod-actions.js';
@@ -34,7 +34,7 @@ import { computePodStatus, nanosToTime, type ProbeStatus } from './pod-status.js
 import type { UserInfo } from '../apiserver/rbac.js';
 import { activePods, admitPodOnNode, standaloneNode, type AdmissionNode } from './kubelet-admission.js';
 import { runInContainer } from './container-exec.js';
-import { ProbeManager, probedPod } from './prober.js';
+import { ProbeManager } from './prober.js';
 import { TimerWheel } from './node/timer-wheel.js';
 import { GarbageCollector, type GarbageCollectorOptions } from './gc/garbage-collector.js';
 
@@ -150,8 +150,7 @@ export class StaticPodSyncLoop {
     for (const pod of onNode.values()) {
       if (desired.has(pod.uid)) continue;
       this.probes?.removePod(pod.uid);
-      await deleteNodePod(this.cri, pod, this.options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: this.options.gracePeriodSeconds });
-      this.engine.forget(pod.uid);
+      await this.engine.removePod(pod, this.options.gracePeriodSeconds ?? 30);
       this.admittedPods.delete(pod.uid);
       await this.options.records?.remove(pod.uid);
       report.deleted.push(`${pod.namespace}/${pod.name}`);
@@ -226,10 +225,10 @@ export class StaticPodSyncLoop {
     if (probes === undefined) return undefined;
     const uid = nodePod.uid;
     probes.addPod(pod);
-    if (!probes.probes(uid)) return undefined;
-    const status: ProbeStatus = { started: (name, id) => probes.isStarted(uid, name, id), ready: (name, id) => probes.isReady(uid, name, id) };
+    const status = probes.statusOf(uid);
+    if (status === undefined) return undefined;
     const view = computePodStatus(pod, nodePod, undefined, status);
-    probes.setPodStatus(uid, probedPod(view, nodePod));
+    probes.observe(uid, view, nodePod);
     const latest = latestAttempts(nodePod);
     const snapshot: Record<string, ProbeSnapshot> = {};
     for (const s of view.containerStatuses) {

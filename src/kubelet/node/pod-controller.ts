@@ -20,27 +20,31 @@
  *
  * Pods from the API were admitted by the API server and its webhooks: no emulated GMSA admission
  * here. The KEP's ConfigMap design is the kubelet's share: the ConfigMap its annotation names is
- * read through the API, as the node, under the Node authorizer.
+ * read through the API, as the node, under the Node authorizer (api-worker-options.ts).
+ *
+ * The shape: the informer is the source of pods (onPod, onPodDeleted, onRelist feed a per-pod work
+ * queue); each sync decides whether the pod runs here (admitted), then the one pod sync engine
+ * (../sync/pod-sync.ts) reads the pod from the runtime, carries out its actions, kills and removes
+ * it; the API server is the status sink (api-pod-status.ts: pods/status PATCH, the final DELETE).
  */
-import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
-import { unaryCall, type CriClient } from '../../cri/proto.js';
-import { gmsaConfigMapAnnotations, gmsaConfigMapKey } from '../../apiserver/admission.js';
-import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
-import { computePodStatus, type PodStatusView, type ProbeStatus } from '../pod-status.js';
+import type { CriClient } from '../../cri/proto.js';
+import { listNodePods, type NodePod } from '../node-pods.js';
+import { computePodStatus } from '../pod-status.js';
 import type { PodRecord } from '../pod-records.js';
-import type { ImagePulls, PodEvent, PodWorkerOptions } from '../pod-worker-options.js';
+import type { ImagePulls, PodEvent } from '../pod-worker-options.js';
 import { PodSyncEngine, recordOfSync } from '../sync/pod-sync.js';
 import { watchContainerExits } from '../sync/container-exits.js';
-import { apiPodStatus } from './api-pod-status.js';
-import { ApiError, isNotFound, type ApiRequester } from './api-client.js';
+import { ApiPodStatusSink, podKey } from './api-pod-status.js';
+import type { ApiRequester } from './api-client.js';
+import { apiWorkerOptions } from './api-worker-options.js';
 import type { EventRecorder } from './event-recorder.js';
 import { errorText } from './node-controller.js';
 import type { PodHandler } from './pod-informer.js';
 import { activePods, admitPodOnNode, type AdmissionNode } from '../kubelet-admission.js';
 import { runInContainer } from '../container-exec.js';
-import { apiPodObjects } from '../pod-objects.js';
-import { ProbeManager, probedPod } from '../prober.js';
+import { ProbeManager } from '../prober.js';
 import { TimerWheel } from './timer-wheel.js';
 import { IdentityEventWatcher } from './identity-event-watcher.js';
 
@@ -93,8 +97,6 @@ interface PodState {
   dirty: boolean;
   record: PodRecord;
   backoffTimer?: NodeJS.Timeout;
-  lastStatus: string;
-  readonly transitions: Map<string, { status: string; at: string }>;
 }
 
 
@@ -110,6 +112,8 @@ export class PodController implements PodHandler {
   private readonly ownWheel: TimerWheel | undefined;
   /** Posts the failures of identity operations inside the pods' containers as events. */
   private readonly identityEvents: IdentityEventWatcher;
+  /** Where the pods' status goes: the API server. */
+  private readonly status: ApiPodStatusSink;
 
   constructor(
     private readonly api: ApiRequester,
@@ -120,6 +124,7 @@ export class PodController implements PodHandler {
   ) {
     this.ownWheel = options.wheel === undefined ? new TimerWheel() : undefined;
     this.engine = new PodSyncEngine(cri, { ...options, gracePeriodSeconds: 0 });
+    this.status = new ApiPodStatusSink(api, logger, { nodeIp: options.nodeIp, retry: (uid) => this.enqueueLater(uid) });
     this.probes = new ProbeManager({
       scheduler: options.wheel ?? this.ownWheel!,
       exec: runInContainer(cri, options.callTimeoutMs),
@@ -188,8 +193,6 @@ export class PodController implements PodHandler {
         syncing: false,
         dirty: false,
         record: { pod, startTime: new Date().toISOString(), sandboxCreated: false, containers: {}, events: [] },
-        lastStatus: '',
-        transitions: new Map(),
       });
     } else {
       // A status written by us comes back as an update: only a spec or deletion change needs a sync.
@@ -246,13 +249,14 @@ export class PodController implements PodHandler {
       });
   }
 
+  /** A sync in a while: what failed to reach the API server is sent again by it. */
+  private enqueueLater(uid: string): void {
+    if (!this.stopped) setTimeout(() => this.enqueue(uid), 2_000).unref();
+  }
+
   private async sync(state: PodState): Promise<void> {
     if (state.deleted) {
-      clearTimeout(state.backoffTimer);
-      this.engine.forget(state.uid);
-      this.probes.removePod(state.uid);
-      this.pods.delete(state.uid);
-      this.recorder.forget(state.uid);
+      this.drop(state);
       await this.removeFromRuntime(state.uid, 'deleted from the API server');
       return;
     }
@@ -262,36 +266,11 @@ export class PodController implements PodHandler {
       await this.terminate(state);
       return;
     }
-    let nodePod = await this.readNodePod(state.uid);
-    const events: PodEvent[] = [];
-    // A pod that already ran to its end (before a restart of this kubelet) is not run again.
-    const phase = pod.status?.phase;
-    if (!state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed')) {
-      state.rejected = phase === 'Failed' && pod.status?.reason !== undefined;
-      state.started = true;
-      return;
-    }
-    if (state.started && nodePod === undefined && (phase === 'Succeeded' || phase === 'Failed') && state.lastStatus === '') return;
-    // Nor one whose sandbox a node reboot left not ready.
-    if (!state.started && nodePod !== undefined && !nodePod.sandboxReady && (phase === 'Succeeded' || phase === 'Failed')) {
-      state.started = true;
-      return;
-    }
-    if (!state.started && nodePod === undefined && !this.adoptable.has(state.uid)) {
-      const rejection = this.admit(pod);
-      if (rejection !== undefined) {
-        state.rejected = true;
-        this.recorder.record(pod, [{ type: 'Warning', reason: rejection.reason, message: rejection.message }]);
-        await this.patchStatus(state, { phase: 'Failed', reason: rejection.reason, message: `Pod was rejected: ${rejection.message}` });
-        this.logger.info({ pod: podKey(pod), reason: rejection.reason }, 'pod rejected by node admission');
-        return;
-      }
-    }
-    if (this.adoptable.delete(state.uid) && nodePod !== undefined) {
-      this.logger.info({ pod: podKey(pod), sandbox: nodePod.sandboxId }, 'adopted pod from the runtime');
-    }
+    let nodePod = await this.engine.readPod(state.uid);
+    if (!(await this.admitted(state, nodePod))) return;
     state.started = true;
-    const workerOptions = await this.workerOptions(pod);
+    const events: PodEvent[] = [];
+    const workerOptions = await apiWorkerOptions(this.api, pod, this.options);
     if (typeof workerOptions === 'string') {
       // The kubelet's share of the KEP's ConfigMap design failed: no container can be configured.
       for (const c of pod.spec?.containers ?? []) state.record = { ...state.record, containers: { ...state.record.containers, [c.name]: { attempt: 0, reason: 'CreateContainerConfigError', message: workerOptions } } };
@@ -308,78 +287,47 @@ export class PodController implements PodHandler {
     // The probe workers exist before the first status (the kubelet's AddPod comes before the pod's
     // first sync): without them a probed container would be reported ready until the next sync.
     this.probes.addPod(state.pod);
-    const view = computePodStatus(pod, nodePod, state.record, this.probeStatus(state.uid), [this.options.nodeIp]);
-    this.observeForProbes(state, view, nodePod);
-    await this.patchStatus(state, apiPodStatus(view, state.transitions, this.options.nodeIp));
+    const view = computePodStatus(pod, nodePod, state.record, this.probes.statusOf(state.uid), [this.options.nodeIp]);
+    this.probes.observe(state.uid, view, nodePod);
+    await this.status.report(pod, view);
     this.armBackoffTimer(state);
   }
 
-  /** lifecycle/predicate.go against the node's other active pods (kubelet-admission.ts). */
-  private admit(pod: V1Pod): { reason: string; message: string } | undefined {
-    const others = activePods([...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== pod.metadata?.uid).map((s) => s.pod));
-    return admitPodOnNode({ pod, otherPods: others }, this.options.node);
-  }
-
   /**
-   * The worker's options for this pod: the ConfigMaps its environment names, and the KEP's
-   * ConfigMap credential spec, each read through the API as the node. A string is the error
-   * that keeps the containers from being configured.
+   * Whether the pod is to run here: not one that already ran to its end (before a restart of this
+   * kubelet) or whose sandbox a node reboot left not ready, and one node admission accepts
+   * (lifecycle/predicate.go: a rejected pod is Failed, with a Warning event). Pods the runtime
+   * already had are adopted, not admitted again.
    */
-  private async workerOptions(pod: V1Pod): Promise<PodWorkerOptions | string> {
-    const namespace = pod.metadata?.namespace ?? 'default';
-    const names = new Set<string>();
-    for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-      for (const from of c.envFrom ?? []) if (from.configMapRef?.name) names.add(from.configMapRef.name);
-      for (const env of c.env ?? []) if (env.valueFrom?.configMapKeyRef?.name) names.add(env.valueFrom.configMapKeyRef.name);
+  private async admitted(state: PodState, nodePod: NodePod | undefined): Promise<boolean> {
+    const pod = state.pod;
+    const phase = pod.status?.phase;
+    const ended = phase === 'Succeeded' || phase === 'Failed';
+    if (!state.started && nodePod === undefined && ended) {
+      state.rejected = phase === 'Failed' && pod.status?.reason !== undefined;
+      state.started = true;
+      return false;
     }
-    const configMaps: V1ConfigMap[] = [];
-    for (const name of names) {
-      try {
-        configMaps.push(await this.api.get<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps/${name}`));
-      } catch (err) {
-        if (!isNotFound(err)) throw err; // a missing one is the worker's "configmap not found"
+    if (state.started && nodePod === undefined && ended && !this.status.reported(state.uid)) return false;
+    if (!state.started && nodePod !== undefined && !nodePod.sandboxReady && ended) {
+      state.started = true;
+      return false;
+    }
+    if (!state.started && nodePod === undefined && !this.adoptable.has(state.uid)) {
+      const others = activePods([...this.pods.values()].filter((s) => s.started && !s.rejected && !s.deleted && s.uid !== state.uid).map((s) => s.pod));
+      const rejection = admitPodOnNode({ pod, otherPods: others }, this.options.node);
+      if (rejection !== undefined) {
+        state.rejected = true;
+        this.recorder.record(pod, [{ type: 'Warning', reason: rejection.reason, message: rejection.message }]);
+        await this.status.reject(pod, rejection);
+        this.logger.info({ pod: podKey(pod), reason: rejection.reason }, 'pod rejected by node admission');
+        return false;
       }
     }
-    const annotation = gmsaConfigMapAnnotations.map((a) => pod.metadata?.annotations?.[a]).find((v) => v !== undefined && v !== '');
-    if (annotation !== undefined && pod.spec?.securityContext?.windowsOptions?.gmsaCredentialSpec === undefined) {
-      try {
-        const configMap = await this.api.get<V1ConfigMap>(`/api/v1/namespaces/${namespace}/configmaps/${annotation}`);
-        const spec = configMap.data?.[gmsaConfigMapKey];
-        if (spec === undefined || spec === '') return `GMSA ConfigMap ${JSON.stringify(annotation)} in namespace ${JSON.stringify(namespace)} does not have a ${gmsaConfigMapKey} key`;
-        pod.spec!.securityContext = { ...pod.spec!.securityContext, windowsOptions: { ...pod.spec!.securityContext?.windowsOptions, gmsaCredentialSpec: spec } };
-      } catch (err) {
-        if (err instanceof ApiError) return `cannot read GMSA ConfigMap ${namespace}/${annotation}: ${err.statusMessage}`;
-        throw err;
-      }
+    if (this.adoptable.delete(state.uid) && nodePod !== undefined) {
+      this.logger.info({ pod: podKey(pod), sandbox: nodePod.sandboxId }, 'adopted pod from the runtime');
     }
-    return {
-      podLogsRoot: this.options.podLogsRoot,
-      nodeName: this.options.nodeName,
-      nodeCpuCount: this.options.nodeCpuCount,
-      configMaps,
-      // RuntimeClasses and pull secrets through the API as the node (the Node authorizer lets a
-      // node read the secrets its pods name).
-      ...apiPodObjects((path) => this.api.get(path), isNotFound),
-      callTimeoutMs: this.options.callTimeoutMs,
-      ...(this.options.imagePulls === undefined ? {} : { imagePulls: this.options.imagePulls }),
-    };
-  }
-
-  private async readNodePod(uid: string): Promise<NodePod | undefined> {
-    return (await listNodePods(this.cri, { uid, callTimeoutMs: this.options.callTimeoutMs }))[0];
-  }
-
-  // ---- probes ----
-
-  private probeStatus(uid: string): ProbeStatus | undefined {
-    if (!this.probes.probes(uid)) return undefined;
-    return { started: (name, id) => this.probes.isStarted(uid, name, id), ready: (name, id) => this.probes.isReady(uid, name, id) };
-  }
-
-  /** Hands the probe workers the containers as this sync saw them (workers exist only for probed containers). */
-  private observeForProbes(state: PodState, view: PodStatusView, nodePod: NodePod | undefined): void {
-    if (!this.probes.probes(state.uid)) return;
-    this.probes.setPodStatus(state.uid, probedPod(view, nodePod));
+    return true;
   }
 
   // ---- restarts and back-off ----
@@ -392,67 +340,50 @@ export class PodController implements PodHandler {
     state.backoffTimer = setTimeout(() => this.enqueue(state.uid), pending + 5);
   }
 
-  // ---- status ----
+  // ---- the end of a pod ----
 
-  /** PATCH pods/status (strategic merge, with metadata.uid as the status manager sends it) when it changed. */
-  private async patchStatus(state: PodState, status: Record<string, unknown>): Promise<void> {
-    const { conditions, ...rest } = status as { conditions?: { lastTransitionTime?: string }[] };
-    const fingerprint = JSON.stringify({ ...rest, conditions: conditions?.map(({ lastTransitionTime: _t, ...c }) => c) });
-    if (fingerprint === state.lastStatus) return;
-    const m = state.pod.metadata!;
-    try {
-      await this.api.request('PATCH', `/api/v1/namespaces/${m.namespace}/pods/${m.name}/status`, { metadata: { uid: m.uid }, status }, 'application/strategic-merge-patch+json');
-      state.lastStatus = fingerprint;
-    } catch (err) {
-      if (isNotFound(err) || (err instanceof ApiError && err.status === 409)) return; // gone, or a new pod of that name
-      this.logger.warn({ pod: podKey(state.pod), err: errorText(err) }, 'Failed to update status for pod');
-      // Try again later: nothing else would send it.
-      if (!this.stopped) setTimeout(() => this.enqueue(state.uid), 2_000).unref();
-    }
+  /** A pod is not synced any more: no back-off timer, probes, events or status of it. */
+  private drop(state: PodState): void {
+    clearTimeout(state.backoffTimer);
+    this.engine.forget(state.uid);
+    this.probes.removePod(state.uid);
+    this.pods.delete(state.uid);
+    this.recorder.forget(state.uid);
+    this.status.forget(state.uid);
   }
 
-  // ---- deletion ----
-
-  /** killPod with the deletion's grace period, the final status, then the status manager's DELETE. */
+  /**
+   * A pod with a deletionTimestamp: killPod with the deletion's grace period (event Killing for
+   * each running container), the final status with a terminal phase, then the status manager's
+   * DELETE (status_manager.go).
+   */
   private async terminate(state: PodState): Promise<void> {
     const pod = state.pod;
-    const m = pod.metadata!;
     if (!state.terminated) {
-      const grace = m.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-      const nodePod = await this.readNodePod(state.uid);
-      const call = { timeoutMs: this.options.callTimeoutMs + grace * 1000 };
-      if (nodePod !== undefined) {
-        const running = nodePod.containers.filter((c) => c.state === 'Running');
-        this.recorder.record(pod, running.map((c) => ({ type: 'Normal' as const, reason: 'Killing', message: `Stopping container ${c.name}`, container: c.name })));
-        await Promise.all(running.map((c) => unaryCall(this.cri.runtime, 'StopContainer', { container_id: c.id, timeout: String(grace) }, call).catch(ignoreNotFound)));
-        for (const id of nodePod.sandboxIds) await unaryCall(this.cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call).catch(ignoreNotFound);
-      }
+      const grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      const nodePod = await this.engine.readPod(state.uid);
+      const killing = (names: readonly string[]) => this.recorder.record(pod, names.map((name) => ({ type: 'Normal' as const, reason: 'Killing', message: `Stopping container ${name}`, container: name })));
+      if (nodePod !== undefined) await this.engine.killPod(nodePod, grace, killing);
       clearTimeout(state.backoffTimer);
       this.engine.forget(state.uid);
       this.probes.removePod(state.uid);
-      const stopped = await this.readNodePod(state.uid);
+      const stopped = await this.engine.readPod(state.uid);
       // A deleted pod's containers are not restarted: its phase is terminal.
       const final = { ...pod, spec: { ...pod.spec!, restartPolicy: 'Never' } } as V1Pod;
       const records = Object.fromEntries(Object.entries(state.record.containers).filter(([, r]) => r.reason === undefined || r.reason === 'CreateContainerConfigError'));
       const view = computePodStatus(final, stopped, { ...state.record, containers: records }, undefined, [this.options.nodeIp]);
       const phase = view.phase === 'Succeeded' || view.phase === 'Failed' ? view.phase : view.containerStatuses.every((c) => c.state.terminated?.exitCode === 0) && view.containerStatuses.length > 0 ? 'Succeeded' : 'Failed';
-      await this.patchStatus(state, apiPodStatus({ ...view, phase }, state.transitions, this.options.nodeIp));
+      await this.status.report(pod, { ...view, phase });
       state.terminated = true;
     }
-    try {
-      await this.api.request('DELETE', `/api/v1/namespaces/${m.namespace}/pods/${m.name}`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: m.uid } });
-      this.logger.info({ pod: podKey(pod) }, 'pod terminated and deleted');
-    } catch (err) {
-      if (isNotFound(err) || (err instanceof ApiError && err.status === 409)) return;
-      this.logger.warn({ pod: podKey(pod), err: errorText(err) }, 'failed to delete the terminated pod; will retry');
-      if (!this.stopped) setTimeout(() => this.enqueue(state.uid), 2_000).unref();
-    }
+    await this.status.delete(pod);
   }
 
+  /** Stops and removes what the runtime has of a pod that is gone from the API server (or orphaned). */
   private async removeFromRuntime(uid: string, why: string): Promise<void> {
-    const nodePod = await this.readNodePod(uid);
+    const nodePod = await this.engine.readPod(uid);
     if (nodePod === undefined) return;
-    await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds: 0, callTimeoutMs: this.options.callTimeoutMs });
+    await this.engine.removePod(nodePod, 0);
     this.logger.info({ pod: `${nodePod.namespace}/${nodePod.name}`, uid, why }, 'pod removed from the runtime');
   }
 }
@@ -460,8 +391,4 @@ export class PodController implements PodHandler {
 /** The part of a pod's spec that may change after creation (container images). */
 const imagesOf = (pod: V1Pod): string => JSON.stringify([...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image));
 
-const podKey = (pod: V1Pod): string => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 
-function ignoreNotFound(err: unknown): void {
-  if ((err as { code?: number }).code !== 5) throw err;
-}

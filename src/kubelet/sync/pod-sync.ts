@@ -12,10 +12,11 @@
  * pods come from and where the result goes. The engine keeps the back-off and nothing else.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { unaryCall, type CriClient } from '../../cri/proto.js';
+import type { CriClient } from '../../cri/proto.js';
+import { ignoreNotFound, runtimeCalls } from '../../cri/runtime-calls.js';
 import type { PodSandboxConfig } from '../../generated/runtime/v1/PodSandboxConfig.js';
 import { buildPodSandboxConfig } from '../cri-config.js';
-import { deleteNodePod, listNodePods, type NodePod } from '../node-pods.js';
+import { deleteNodePod, killNodePod, listNodePods, type NodePod } from '../node-pods.js';
 import { containerRecords, type ContainerRecord, type PodRecord } from '../pod-records.js';
 import { runPodOnce, startContainer } from '../pod-worker.js';
 import { type ContainerOutcome, type PodEvent, type PodOutcome, type PodWorkerOptions } from '../pod-worker-options.js';
@@ -87,6 +88,30 @@ export class PodSyncEngine {
     this.backoff.forget(uid);
   }
 
+  /** The pod with `uid` as the runtime has it; undefined when it has no sandbox of it. */
+  async readPod(uid: string): Promise<NodePod | undefined> {
+    return (await listNodePods(this.cri, { uid, callTimeoutMs: this.callTimeoutMs() }))[0];
+  }
+
+  /**
+   * The end of a pod being deleted: killPod with the deletion's grace period (node-pods.ts
+   * killNodePod), its containers not restarted after. Its objects stay for the final status.
+   */
+  async killPod(nodePod: NodePod, gracePeriodSeconds: number, onKilling?: (containers: readonly string[]) => void): Promise<void> {
+    this.forget(nodePod.uid);
+    await killNodePod(this.cri, nodePod, { gracePeriodSeconds, callTimeoutMs: this.callTimeoutMs(), ...(onKilling === undefined ? {} : { onKilling }) });
+  }
+
+  /** Stops and removes everything the runtime has of a pod that is gone, and drops its back-off. */
+  async removePod(nodePod: NodePod, gracePeriodSeconds: number): Promise<void> {
+    this.forget(nodePod.uid);
+    await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds, callTimeoutMs: this.callTimeoutMs() });
+  }
+
+  private callTimeoutMs(): number {
+    return this.options.callTimeoutMs ?? 30_000;
+  }
+
   /** One sync of `pod`, whose runtime state is `nodePod` (undefined: the runtime has none). */
   async sync(pod: V1Pod, nodePod: NodePod | undefined, worker: PodWorkerOptions, request: PodActionsOptions = {}): Promise<PodSyncResult> {
     this.backoff.gc(this.now());
@@ -94,12 +119,9 @@ export class PodSyncEngine {
     const events: PodEvent[] = [];
     const started: StartedContainer[] = [];
     let created: PodOutcome | undefined;
-    const callTimeoutMs = this.options.callTimeoutMs ?? 30_000;
-    if (actions.killPod && nodePod !== undefined) {
-      // The new sandbox starts every container afresh.
-      this.forget(nodePod.uid);
-      await deleteNodePod(this.cri, nodePod, { gracePeriodSeconds: this.options.gracePeriodSeconds ?? 30, callTimeoutMs });
-    }
+    const callTimeoutMs = this.callTimeoutMs();
+    // The new sandbox starts every container afresh.
+    if (actions.killPod && nodePod !== undefined) await this.removePod(nodePod, this.options.gracePeriodSeconds ?? 30);
     if (actions.createSandbox) {
       created = await runPodOnce(this.cri, pod, worker);
       events.push(...created.events);
@@ -110,7 +132,7 @@ export class PodSyncEngine {
     const killed = new Set<string>();
     for (const kill of actions.containersToKill) {
       events.push({ type: 'Normal', reason: 'Killing', message: kill.message, container: kill.container.name });
-      await unaryCall(this.cri.runtime, 'StopContainer', { container_id: kill.current.id, timeout: String(kill.gracePeriodSeconds) }, { timeoutMs: callTimeoutMs + kill.gracePeriodSeconds * 1000 }).catch(ignoreNotFound);
+      await runtimeCalls(this.cri, callTimeoutMs).stopContainer(kill.current.id, kill.gracePeriodSeconds).catch(ignoreNotFound);
       killed.add(kill.container.name);
     }
     if (nodePod !== undefined && !actions.createSandbox) {
@@ -121,7 +143,7 @@ export class PodSyncEngine {
         started.push(await this.start(pod, action, nodePod.sandboxId, sandboxConfig, worker, events, killed.has(action.container.name)));
       }
     }
-    const after = actions.createSandbox || actions.killPod || started.length > 0 || killed.size > 0 ? (await listNodePods(this.cri, { uid: pod.metadata?.uid ?? '', callTimeoutMs }))[0] : nodePod;
+    const after = actions.createSandbox || actions.killPod || started.length > 0 || killed.size > 0 ? await this.readPod(pod.metadata?.uid ?? '') : nodePod;
     const held = this.holding(pod, after, request);
     return { actions, ...(created === undefined ? {} : { created }), started, events: [...events, ...held.events], nodePod: after, waiting: held.waiting };
   }
@@ -170,8 +192,4 @@ export function recordOfSync(record: PodRecord, sync: PodSyncResult): PodRecord 
   }
   const attempts = Object.fromEntries(sync.started.map((s) => [s.outcome.name, s.attempt]));
   return { ...record, containers: { ...containerRecords(record.containers, sync.started.map((s) => s.outcome), attempts), ...sync.waiting } };
-}
-
-function ignoreNotFound(err: { code?: number }): void {
-  if (err.code !== 5 /* NOT_FOUND: already gone */) throw err;
 }
