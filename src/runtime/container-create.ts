@@ -217,7 +217,6 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       : isAbsolute(config.log_path) ? config.log_path : join(sandbox.logDirectory, config.log_path);
     const record = ctx.containers.newRecord({
       id,
-      sandbox,
       name,
       imageName,
       imageId: image.id,
@@ -234,9 +233,8 @@ export async function createContainer(ctx: RuntimeContext, req: CreateContainerR
       resources: config.linux?.resources || config.windows?.resources
         ? { linux: config.linux?.resources ?? null, windows: config.windows?.resources ?? null }
         : null,
-      processes: sharesPodPid ? sandbox.processes : new ProcessTable(),
       sharesPodPid,
-    }, config);
+    }, sandbox, sharesPodPid ? sandbox.processes : new ProcessTable(), config);
     const spec = validateContainerConfig(record, config, ctx.flavor);
     ctx.containers.add(record, config, spec);
     await cleanup.done(ctx.logger);

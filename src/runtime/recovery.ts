@@ -165,32 +165,7 @@ export async function recoverState(ctx: RuntimeContext, db: MetadataDb, reboot: 
       const c = decodeStored<StoredContainer>(row.id, row.data, CONTAINER_FIELDS);
       const sandbox = ctx.sandboxes.get(c.sandboxId);
       if (sandbox === undefined) throw new Error(`its pod sandbox ${c.sandboxId} is not in the store`);
-      const record = new ContainerRecord({
-        id: c.id,
-        sandbox,
-        name: c.name,
-        metadata: c.metadata,
-        imageSpec: c.imageSpec,
-        labels: c.labels,
-        annotations: c.annotations,
-        imageName: c.imageName,
-        imageId: c.imageId,
-        imageRef: c.imageRef,
-        imageConfig: c.imageConfig,
-        os: c.os,
-        createdAtNanos: c.createdAtNanos,
-        logPath: c.logPath,
-        runtimeOwnedLog: c.runtimeOwnedLog,
-        args: c.args,
-        seccomp: c.seccomp,
-        securityOptions: c.securityOptions,
-        user: c.user,
-        resources: c.resources,
-        processes: c.sharesPodPid ? sandbox.processes : new ProcessTable(),
-        sharesPodPid: c.sharesPodPid,
-      });
-      record.credentialSpec = c.credentialSpec;
-      record.windowsIdentityDecided = c.windowsIdentityDecided;
+      const record = new ContainerRecord(c, sandbox, c.sharesPodPid ? sandbox.processes : new ProcessTable());
       // A start or removal the crash cut short answered nothing: the kubelet retries it.
       let status = { ...c.status, starting: false, removing: false };
       const wasActive = c.status.state === ContainerState.RUNNING || c.status.state === ContainerState.UNKNOWN;

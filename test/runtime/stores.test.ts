@@ -4,7 +4,8 @@ import { IdPrefixIndex } from '../../src/runtime/store/id-index.js';
 import { IdMultiMap } from '../../src/runtime/store/id-multimap.js';
 import { ContainerFiles } from '../../src/emulator/container-files.js';
 import { ProcessTable } from '../../src/emulator/process-table.js';
-import { ContainerState } from '../../src/runtime/store/container-store.js';
+import { CONTAINER_FIELD_NAMES, ContainerRecord, ContainerState } from '../../src/runtime/store/container-store.js';
+import { CONTAINER_FIELDS, decodeStored, encodeContainer, type StoredContainer } from '../../src/runtime/store/record-codec.js';
 import { SandboxState, SandboxStore, type SandboxRecord } from '../../src/runtime/store/sandbox-store.js';
 import { BUSYBOX, createContainer, openRuntime, pull, rejection, runSandbox, type RuntimeFixture } from './helpers.js';
 
@@ -242,5 +243,37 @@ describe('runtime: list filters and id prefixes', () => {
     const empty = await rejection(fx.runtime.containerStatus({ container_id: '', verbose: false }));
     expect(empty.code).to.equal('InvalidArgument');
     expect(empty.message).to.contain('container_id');
+  });
+});
+
+describe('the stored form of a container', () => {
+  let fx: RuntimeFixture;
+  before(async () => {
+    fx = await openRuntime();
+    await pull(fx.runtime, BUSYBOX);
+  });
+  after(async () => fx.close());
+
+  // Durable state already on disk holds these keys in this order (format 1): the field table may
+  // grow at its end, never reorder.
+  const STORED_KEYS = [
+    'v', 'id', 'sandboxId', 'name', 'metadata', 'imageSpec', 'labels', 'annotations', 'imageName', 'imageId', 'imageRef',
+    'imageConfig', 'os', 'createdAtNanos', 'logPath', 'runtimeOwnedLog', 'args', 'securityOptions', 'sharesPodPid',
+    'resources', 'user', 'windowsIdentityDecided', 'config', 'status',
+  ];
+
+  it('keeps the keys of format 1 in their order, and reads back into an equal record', async () => {
+    const sandbox = await runSandbox(fx.runtime);
+    const id = await createContainer(fx.runtime, sandbox, { command: ['sleep', '3600'], labels: { role: 'web' } });
+    const ctx = fx.runtime.context;
+    const record = ctx.containers.get(id)!;
+    const encoded = encodeContainer(record, ctx.containers.configOf(record));
+    // seccomp and credentialSpec are undefined here: JSON leaves them out.
+    expect(Object.keys(JSON.parse(encoded) as object)).to.deep.equal(STORED_KEYS);
+    const stored = decodeStored<StoredContainer>(id, encoded, CONTAINER_FIELDS);
+    const back = new ContainerRecord(stored, record.sandbox, record.processes);
+    for (const name of CONTAINER_FIELD_NAMES) expect(back[name], name).to.deep.equal(record[name]);
+    back.status = stored.status;
+    expect(encodeContainer(back, ctx.containers.configOf(record))).to.equal(encoded);
   });
 });

@@ -93,30 +93,75 @@ export class ContainerLive implements ExitObserver {
   }
 }
 
-export interface ContainerRecordInit {
-  id: string;
-  sandbox: SandboxRecord;
+/**
+ * A container's own fields: what CreateContainer decides (never changed after) and what start and
+ * UpdateContainerResources change through the store. Written once here: the record
+ * (ContainerRecord), what it is made from (ContainerRecordInit) and its stored form
+ * (record-codec.ts encodeContainer, recovery.ts) are derived from this list.
+ */
+export interface ContainerFields {
+  /** The reserved name: `<name>_<pod name>_<namespace>_<pod uid>_<attempt>`. */
   name: string;
   metadata: ContainerMetadata__Output | null;
+  /** The config's image spec (annotations, user_specified_image). */
   imageSpec: ImageSpec__Output | null;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** The image as the request named it, and what it resolved to. */
   imageName: string;
   imageId: string;
   imageRef: string;
   imageConfig: ImageConfig;
   os: 'linux' | 'windows';
   createdAtNanos: bigint;
+  /** Absolute path of the CRI log file. */
   logPath: string;
+  /** Whether the log file lives in a runtime-owned directory (deleted with the container). */
   runtimeOwnedLog: boolean;
+  /** The process argv (config command/args over the image ENTRYPOINT/CMD). */
   args: readonly string[];
+  /** The seccomp profile resolved at create (Linux). */
   seccomp: OciSeccomp | undefined;
+  /** Docker-style security options (`credentialspec=file://…`), set by the dockershim layer. */
   securityOptions: readonly string[];
-  user: string;
-  resources: ContainerResources | null;
-  processes: ProcessTable;
+  /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
   sharesPodPid: boolean;
+  /** The resources of the config, as UpdateContainerResources last set them; set through the store. */
+  resources: ContainerResources | null;
+  /** The effective user name commands print (`root`, `1002`, `ContainerUser`); the start's identity may change it. */
+  user: string;
+  /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec); set through the store. */
+  credentialSpec: CredentialSpecDocument | undefined;
+  /** Whether the mock HCS decided a Windows identity at start (it is derived again on demand). */
+  windowsIdentityDecided: boolean;
 }
+
+/**
+ * ContainerFields' names in their stored order (the order of the keys of the JSON that durable
+ * state already holds: append, never reorder). The compiler checks that it names every field.
+ */
+export const CONTAINER_FIELD_NAMES = [
+  'name', 'metadata', 'imageSpec', 'labels', 'annotations', 'imageName', 'imageId', 'imageRef',
+  'imageConfig', 'os', 'createdAtNanos', 'logPath', 'runtimeOwnedLog', 'args', 'seccomp',
+  'securityOptions', 'sharesPodPid', 'resources', 'user', 'credentialSpec', 'windowsIdentityDecided',
+] as const satisfies readonly (keyof ContainerFields)[];
+const everyFieldNamed: Exclude<keyof ContainerFields, (typeof CONTAINER_FIELD_NAMES)[number]> extends never ? true : never = true;
+void everyFieldNamed;
+
+/** The fields start and UpdateContainerResources change (through the store); the others are read-only. */
+type ChangingField = 'resources' | 'user' | 'credentialSpec' | 'windowsIdentityDecided';
+type RecordFields = Readonly<Omit<ContainerFields, ChangingField>> & Pick<ContainerFields, ChangingField>;
+
+/** What a record is made from besides its sandbox and PID namespace: its id and fields (the start's decisions default to none). */
+export type ContainerRecordInit = Omit<ContainerFields, 'credentialSpec' | 'windowsIdentityDecided'> & Partial<Pick<ContainerFields, 'credentialSpec' | 'windowsIdentityDecided'>> & { id: string };
+
+/** A record's ContainerFields, copied from its init in CONTAINER_FIELD_NAMES' order (every record gets the same shape). */
+const ContainerFieldsOf = class {
+  constructor(init: ContainerRecordInit) {
+    const fields = this as unknown as Record<string, unknown>;
+    for (const name of CONTAINER_FIELD_NAMES) fields[name] = init[name];
+  }
+} as unknown as new (init: ContainerRecordInit) => RecordFields;
 
 /**
  * A container, as containerd's container store keeps one: its metadata (what CreateContainer
@@ -125,74 +170,22 @@ export interface ContainerRecordInit {
  * `updateStatus` only. The full CRI config and the OCI spec are the store's (`configOf`,
  * `specOf`): the spec is composed from the config when asked for.
  */
-export class ContainerRecord {
+export class ContainerRecord extends ContainerFieldsOf {
   readonly id: string;
   /** The sandbox it was created in (the OCI spec's hostname, sysctls and files come from it). */
   readonly sandbox: SandboxRecord;
-  /** The reserved name: `<name>_<pod name>_<namespace>_<pod uid>_<attempt>`. */
-  readonly name: string;
-  readonly metadata: ContainerMetadata__Output | null;
-  /** The config's image spec (annotations, user_specified_image). */
-  readonly imageSpec: ImageSpec__Output | null;
-  readonly labels: Record<string, string>;
-  readonly annotations: Record<string, string>;
-  /** The image as the request named it, and what it resolved to. */
-  readonly imageName: string;
-  readonly imageId: string;
-  readonly imageRef: string;
-  readonly imageConfig: ImageConfig;
-  readonly os: 'linux' | 'windows';
-  readonly createdAtNanos: bigint;
-  /** Absolute path of the CRI log file. */
-  readonly logPath: string;
-  /** Whether the log file lives in a runtime-owned directory (deleted with the container). */
-  readonly runtimeOwnedLog: boolean;
-  /** The process argv (config command/args over the image ENTRYPOINT/CMD). */
-  readonly args: readonly string[];
-  /** The seccomp profile resolved at create (Linux). */
-  readonly seccomp: OciSeccomp | undefined;
-  /** Docker-style security options (`credentialspec=file://…`), set by the dockershim layer. */
-  readonly securityOptions: readonly string[];
   /** The PID namespace the container's processes live in (its own, or the pod's). */
   readonly processes: ProcessTable;
-  /** Whether it joined the pod's PID namespace (namespace_options.pid POD on Linux). */
-  readonly sharesPodPid: boolean;
-  /** The credential spec HCS read and validated at start (windows.credentialSpec of the spec); set through the store. */
-  credentialSpec: CredentialSpecDocument | undefined;
-  /** The resources of the config, as UpdateContainerResources last set them; set through the store. */
-  resources: ContainerResources | null;
-  /** The effective user name commands print (`root`, `1002`, `ContainerUser`); the start's identity may change it. */
-  user: string;
-  /** Whether the mock HCS decided a Windows identity at start (it is derived again on demand). */
-  windowsIdentityDecided: boolean;
   readonly live: ContainerLive;
   status: ContainerStatusData;
 
-  constructor(init: ContainerRecordInit) {
+  /** `init` is read, not kept: a stored form or a literal (no spread to make one: the record's shape stays one). */
+  constructor(init: ContainerRecordInit, sandbox: SandboxRecord, processes: ProcessTable) {
+    super(init);
+    this.windowsIdentityDecided ??= false;
     this.id = init.id;
-    this.sandbox = init.sandbox;
-    this.name = init.name;
-    this.metadata = init.metadata;
-    this.imageSpec = init.imageSpec;
-    this.labels = init.labels;
-    this.annotations = init.annotations;
-    this.imageName = init.imageName;
-    this.imageId = init.imageId;
-    this.imageRef = init.imageRef;
-    this.imageConfig = init.imageConfig;
-    this.os = init.os;
-    this.createdAtNanos = init.createdAtNanos;
-    this.logPath = init.logPath;
-    this.runtimeOwnedLog = init.runtimeOwnedLog;
-    this.args = init.args;
-    this.seccomp = init.seccomp;
-    this.securityOptions = init.securityOptions;
-    this.processes = init.processes;
-    this.sharesPodPid = init.sharesPodPid;
-    this.credentialSpec = undefined;
-    this.resources = init.resources;
-    this.user = init.user;
-    this.windowsIdentityDecided = false;
+    this.sandbox = sandbox;
+    this.processes = processes;
     this.live = new ContainerLive();
     this.status = initialContainerStatus();
   }
@@ -273,18 +266,18 @@ export class ContainerStore extends RecordStore<ContainerStatusData, ContainerRe
    * A record for a container being created, with the config's labels, annotations, metadata and
    * image spec; the strings many containers repeat become shared copies. Not stored until `add`.
    */
-  newRecord(init: Omit<ContainerRecordInit, 'metadata' | 'imageSpec' | 'labels' | 'annotations'>, config: ContainerConfig__Output): ContainerRecord {
+  newRecord(init: Omit<ContainerRecordInit, 'metadata' | 'imageSpec' | 'labels' | 'annotations'>, sandbox: SandboxRecord, processes: ProcessTable, config: ContainerConfig__Output): ContainerRecord {
     const { metadata } = config;
     if (metadata !== null) metadata.name = this.strings.intern(metadata.name);
     return new ContainerRecord({
       ...init,
       metadata,
       imageSpec: this.sharedImageSpec(config.image),
-      labels: this.strings.values(config.labels, init.sandbox.labels),
+      labels: this.strings.values(config.labels, sandbox.labels),
       annotations: this.strings.values(config.annotations),
       imageName: this.strings.intern(init.imageName),
       args: init.args.map((arg) => this.strings.intern(arg)),
-    });
+    }, sandbox, processes);
   }
 
   /**
