@@ -1,4 +1,4 @@
-import type { WindowsError } from '../runtime/windows/file-shares.js';
+import type { Win32Status } from '../runtime/windows/windows-status.js';
 import type { CommandContext, CommandIo } from './command-registry.js';
 import { formatPsErrorRecord, type PsErrorRecord, type PsPosition } from './powershell-errors.js';
 import { isUnc } from './smb-commands.js';
@@ -52,7 +52,7 @@ function writeRecord(call: CmdletCall, record: Omit<PsErrorRecord, 'fullyQualifi
 const NOT_FOUND_CODES = new Set([2, 3, 53, 67]);
 
 /** Get-Content's record for a failed read (FileSystemProvider's item check, then GetContentReader). */
-function readFailure(call: CmdletCall, path: string, error: WindowsError): void {
+function readFailure(call: CmdletCall, path: string, error: Win32Status): void {
   const activity = 'Get-Content';
   if (NOT_FOUND_CODES.has(error.code)) {
     writeRecord(call, { activity, message: `Cannot find path '${path}' because it does not exist.`, category: 'ObjectNotFound', target: path, reason: 'ItemNotFoundException', errorId: 'PathNotFound' });
@@ -64,7 +64,7 @@ function readFailure(call: CmdletCall, path: string, error: WindowsError): void 
 }
 
 /** Set-Content's / Add-Content's record for a failed write (GetContentWriter). */
-function writeFailure(call: CmdletCall, activity: string, path: string, error: WindowsError): void {
+function writeFailure(call: CmdletCall, activity: string, path: string, error: Win32Status): void {
   if (error.code === 5) {
     writeRecord(call, { activity, message: `Access to the path '${path}' is denied.`, category: 'PermissionDenied', target: path, reason: 'UnauthorizedAccessException', errorId: 'GetContentWriterUnauthorizedAccessError' });
   } else if (error.code === 3) {
@@ -82,9 +82,9 @@ function lines(content: string): string[] {
   return split;
 }
 
-type Result = { ok: true; value: string } | { ok: false; error: WindowsError };
+type Result = { ok: true; value: string } | { ok: false; error: Win32Status };
 
-const FILE_NOT_FOUND: WindowsError = { code: 2, name: 'ERROR_FILE_NOT_FOUND', text: 'The system cannot find the file specified.' };
+const FILE_NOT_FOUND: Win32Status = { code: 2, name: 'ERROR_FILE_NOT_FOUND', text: 'The system cannot find the file specified.' };
 
 function readPath(ctx: CommandContext, session: WindowsSession | undefined, path: string): Result {
   if (isUnc(path)) return session === undefined ? { ok: false, error: FILE_NOT_FOUND } : session.readFile(path);

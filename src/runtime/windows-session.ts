@@ -3,7 +3,7 @@ import { currentWindowsIdentity } from './container-start-windows.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ContainerRecord } from './store/container-store.js';
 import type { ContainerIdentity } from './windows/container-identity.js';
-import { SmbClient, type ShareEntry, type ShareResult } from './windows/file-shares.js';
+import { SmbClient, type FileShareContents, type ShareEntry, type ShareResult } from './windows/file-shares.js';
 import type { NodeDirectory } from './windows/node-directory.js';
 
 /**
@@ -14,31 +14,40 @@ export function currentDirectory(ctx: RuntimeContext): NodeDirectory {
   return ctx.windows.node;
 }
 
+/** Where a session reads the domain and the container's identity, and what its secure-channel reset does. */
+export interface WindowsSessionSources {
+  /** The node and its Active Directory now. */
+  directory(): NodeDirectory;
+  /** The container's identity now (undefined before its start decided one). */
+  identity(): ContainerIdentity | undefined;
+  /** `nltest /sc_reset`: the container logs on again and holds its secure channel. */
+  resetSecureChannel(): void;
+  /** The contents of the domain's file shares. */
+  readonly fileShares: FileShareContents;
+}
+
 /**
  * What a process of a Windows container asks of the node and the domain (emulator's
- * WindowsSession): each call reads the domain and the container's identity at that moment.
- * Made when a process starts; holds accessors, no copy of the domain.
+ * WindowsSession): each call reads the domain and the container's identity at that moment, and
+ * file shares go through the runtime's SMB client. Holds accessors, no copy of the domain.
  */
-class ContainerWindowsSession implements WindowsSession {
+export class ContainerWindowsSession implements WindowsSession {
   private readonly smb: SmbClient;
 
-  constructor(
-    private readonly ctx: RuntimeContext,
-    private readonly container: ContainerRecord,
-  ) {
-    this.smb = new SmbClient(() => currentDirectory(ctx), () => this.identity(), ctx.windows.fileShares);
+  constructor(private readonly sources: WindowsSessionSources) {
+    this.smb = new SmbClient(() => sources.directory(), () => sources.identity(), sources.fileShares);
   }
 
   identity(): ContainerIdentity | undefined {
-    return currentWindowsIdentity(this.ctx, this.container);
+    return this.sources.identity();
   }
 
   directory(): NodeDirectory {
-    return currentDirectory(this.ctx);
+    return this.sources.directory();
   }
 
   resetSecureChannel(): void {
-    this.ctx.windows.channelLogons.set(this.container, this.ctx.clock.nowNanos());
+    this.sources.resetSecureChannel();
   }
 
   readFile(path: string): ShareResult<string> {
@@ -58,7 +67,12 @@ class ContainerWindowsSession implements WindowsSession {
   }
 }
 
-/** The session of a Windows container's processes (ExecutionTarget.platform[WINDOWS_SESSION_KEY]). */
+/** The session of a Windows container's processes (ExecutionTarget.platform[WINDOWS_SESSION_KEY]), made when a process starts. */
 export function windowsSession(ctx: RuntimeContext, container: ContainerRecord): WindowsSession {
-  return new ContainerWindowsSession(ctx, container);
+  return new ContainerWindowsSession({
+    directory: () => currentDirectory(ctx),
+    identity: () => currentWindowsIdentity(ctx, container),
+    resetSecureChannel: () => ctx.windows.channelLogons.set(container, ctx.clock.nowNanos()),
+    fileShares: ctx.windows.fileShares,
+  });
 }

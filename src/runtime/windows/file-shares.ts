@@ -1,6 +1,16 @@
 import type { ContainerIdentity } from './container-identity.js';
 import { fileServerAddress } from './domain-addresses.js';
 import type { AccountRef, DomainSpec, FileServerSpec, FileShareSpec, NodeDirectory } from './node-directory.js';
+import {
+  ERROR_ACCESS_DENIED,
+  ERROR_BAD_NET_NAME,
+  ERROR_BAD_NETPATH,
+  ERROR_FILE_NOT_FOUND,
+  ERROR_NO_LOGON_SERVERS,
+  ERROR_PATH_NOT_FOUND,
+  ERROR_TRUSTED_RELATIONSHIP_FAILURE,
+  type Win32Status,
+} from './windows-status.js';
 
 export { domainControllerAddress, fileServerAddress } from './domain-addresses.js';
 
@@ -26,30 +36,6 @@ export { domainControllerAddress, fileServerAddress } from './domain-addresses.j
  * 4. the share permissions (Read / Change / Full Control by principal, groups nested):
  *    ERROR_ACCESS_DENIED.
  */
-
-/** A Win32 error as cmd.exe prints it (its system message) and .NET wraps it. */
-export interface WindowsError {
-  code: number;
-  name: string;
-  text: string;
-}
-
-// System messages of winerror.h's codes (FormatMessage, en-US).
-export const ERROR_FILE_NOT_FOUND: WindowsError = { code: 2, name: 'ERROR_FILE_NOT_FOUND', text: 'The system cannot find the file specified.' };
-export const ERROR_PATH_NOT_FOUND: WindowsError = { code: 3, name: 'ERROR_PATH_NOT_FOUND', text: 'The system cannot find the path specified.' };
-export const ERROR_ACCESS_DENIED_TEXT: WindowsError = { code: 5, name: 'ERROR_ACCESS_DENIED', text: 'Access is denied.' };
-export const ERROR_BAD_NETPATH: WindowsError = { code: 53, name: 'ERROR_BAD_NETPATH', text: 'The network path was not found.' };
-export const ERROR_BAD_NET_NAME: WindowsError = { code: 67, name: 'ERROR_BAD_NET_NAME', text: 'The network name cannot be found.' };
-export const ERROR_NO_LOGON_SERVERS_TEXT: WindowsError = {
-  code: 1311,
-  name: 'ERROR_NO_LOGON_SERVERS',
-  text: 'There are currently no logon servers available to service the logon request.',
-};
-export const ERROR_TRUSTED_RELATIONSHIP_FAILURE: WindowsError = {
-  code: 1789,
-  name: 'ERROR_TRUSTED_RELATIONSHIP_FAILURE',
-  text: 'The trust relationship between this workstation and the primary domain failed.',
-};
 
 export type ShareAccessMode = 'read' | 'write';
 
@@ -106,9 +92,9 @@ export interface ShareLocation {
   parts: string[];
 }
 
-export type ShareOpen = { ok: true; location: ShareLocation } | { ok: false; error: WindowsError };
+export type ShareOpen = { ok: true; location: ShareLocation } | { ok: false; error: Win32Status };
 
-const refused = (error: WindowsError): ShareOpen => ({ ok: false, error });
+const refused = (error: Win32Status): ShareOpen => ({ ok: false, error });
 
 /** Principals every authenticated domain account matches (the well-known groups). */
 const AUTHENTICATED = ['everyone', 'authenticated users', 'nt authority\\authenticated users', 'builtin\\everyone'];
@@ -152,11 +138,11 @@ function mayAccess(directory: NodeDirectory, share: FileShareSpec, domain: Domai
 }
 
 /** The container's network identity as an account of the directory, when it has a working one. */
-function sessionAccount(directory: NodeDirectory, identity: ContainerIdentity): AccountRef | WindowsError {
+function sessionAccount(directory: NodeDirectory, identity: ContainerIdentity): AccountRef | Win32Status {
   const access = identity.domainAccess;
-  if (identity.networkIdentity === undefined || access.kind === 'none') return ERROR_ACCESS_DENIED_TEXT;
+  if (identity.networkIdentity === undefined || access.kind === 'none') return ERROR_ACCESS_DENIED;
   if (access.kind === 'failed') {
-    return access.failure.netlogonStatus.code === ERROR_NO_LOGON_SERVERS_TEXT.code ? ERROR_NO_LOGON_SERVERS_TEXT : ERROR_TRUSTED_RELATIONSHIP_FAILURE;
+    return access.failure.netlogonStatus.code === ERROR_NO_LOGON_SERVERS.code ? ERROR_NO_LOGON_SERVERS : ERROR_TRUSTED_RELATIONSHIP_FAILURE;
   }
   const slash = access.account.indexOf('\\');
   const domain = directory.findDomain(access.account.slice(0, slash));
@@ -179,8 +165,8 @@ export function openShare(directory: NodeDirectory, identity: ContainerIdentity,
   if (share === undefined) return refused(ERROR_BAD_NET_NAME);
   const account = sessionAccount(directory, identity);
   if ('code' in account) return refused(account);
-  if (!dnsAnswers) return refused(ERROR_NO_LOGON_SERVERS_TEXT);
-  if (!mayAccess(directory, share, domain, account, mode)) return refused(ERROR_ACCESS_DENIED_TEXT);
+  if (!dnsAnswers) return refused(ERROR_NO_LOGON_SERVERS);
+  if (!mayAccess(directory, share, domain, account, mode)) return refused(ERROR_ACCESS_DENIED);
   const key = `${domain.dnsName}\\${server.name}\\${share.name}`.toLowerCase();
   return { ok: true, location: { domain, server, share, key, parts: path.parts } };
 }
@@ -201,7 +187,7 @@ export interface ShareEntry {
   writtenAtMs: number;
 }
 
-export type ShareResult<T> = { ok: true; value: T } | { ok: false; error: WindowsError };
+export type ShareResult<T> = { ok: true; value: T } | { ok: false; error: Win32Status };
 
 /**
  * What the shares of one runtime hold: one map per share, seeded from the node file's `files`
@@ -238,7 +224,7 @@ export class FileShareContents {
     const path = location.parts.join('\\');
     const file = files.get(path.toLowerCase());
     if (file !== undefined) return { ok: true, value: file.content };
-    if (path === '' || FileShareContents.isDirectory(files, path)) return { ok: false, error: ERROR_ACCESS_DENIED_TEXT };
+    if (path === '' || FileShareContents.isDirectory(files, path)) return { ok: false, error: ERROR_ACCESS_DENIED };
     const parent = location.parts.slice(0, -1).join('\\');
     return { ok: false, error: FileShareContents.isDirectory(files, parent) ? ERROR_FILE_NOT_FOUND : ERROR_PATH_NOT_FOUND };
   }
@@ -247,7 +233,7 @@ export class FileShareContents {
     const files = this.filesOf(location);
     const path = location.parts.join('\\');
     // Opening a directory (or the share itself) for writing is refused, as CreateFile refuses it.
-    if (path === '' || FileShareContents.isDirectory(files, path)) return { ok: false, error: ERROR_ACCESS_DENIED_TEXT };
+    if (path === '' || FileShareContents.isDirectory(files, path)) return { ok: false, error: ERROR_ACCESS_DENIED };
     if (!FileShareContents.isDirectory(files, location.parts.slice(0, -1).join('\\'))) return { ok: false, error: ERROR_PATH_NOT_FOUND };
     const key = path.toLowerCase();
     const before = files.get(key);

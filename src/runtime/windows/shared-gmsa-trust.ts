@@ -18,9 +18,7 @@
 import type { RuntimeContext } from '../runtime-context.js';
 import { ContainerState, type ContainerRecord } from '../store/container-store.js';
 import type { ContainerIdentity } from './container-identity.js';
-import { STATUS_ACCESS_DENIED, type Win32Status } from './windows-status.js';
-
-export const ERROR_ACCESS_DENIED: Win32Status = { code: 5, name: 'ERROR_ACCESS_DENIED' };
+import { ERROR_ACCESS_DENIED, STATUS_ACCESS_DENIED } from './windows-status.js';
 
 /** Windows Server 2019's build: from it on, containers may share a gMSA and a hostname. */
 export const firstBuildWithSeparateContainerIdentity = 17763;

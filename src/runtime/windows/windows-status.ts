@@ -3,17 +3,37 @@
  * real tools use: nltest prints Win32 codes (`Status = 1311 0x51f ERROR_NO_LOGON_SERVERS`),
  * klist prints NTSTATUS values (`klist failed with 0xc0000022/-1073741790: …`).
  */
+/** A Win32 error code (winerror.h, lmerr.h) with its system message (FormatMessage, en-US), as cmd.exe prints it and .NET wraps it. */
 export interface Win32Status {
   code: number;
   name: string;
+  text: string;
 }
 
-export const NERR_SUCCESS: Win32Status = { code: 0, name: 'NERR_Success' };
-export const ERROR_NO_LOGON_SERVERS: Win32Status = { code: 1311, name: 'ERROR_NO_LOGON_SERVERS' };
-export const ERROR_NO_SUCH_DOMAIN: Win32Status = { code: 1355, name: 'ERROR_NO_SUCH_DOMAIN' };
-export const RPC_S_SERVER_UNAVAILABLE: Win32Status = { code: 1722, name: 'RPC_S_SERVER_UNAVAILABLE' };
-export const ERROR_NO_TRUST_LSA_SECRET: Win32Status = { code: 1786, name: 'ERROR_NO_TRUST_LSA_SECRET' };
-export const ERROR_NO_TRUST_SAM_ACCOUNT: Win32Status = { code: 1787, name: 'ERROR_NO_TRUST_SAM_ACCOUNT' };
+export const NERR_SUCCESS: Win32Status = { code: 0, name: 'NERR_Success', text: 'The operation completed successfully.' };
+export const ERROR_FILE_NOT_FOUND: Win32Status = { code: 2, name: 'ERROR_FILE_NOT_FOUND', text: 'The system cannot find the file specified.' };
+export const ERROR_PATH_NOT_FOUND: Win32Status = { code: 3, name: 'ERROR_PATH_NOT_FOUND', text: 'The system cannot find the path specified.' };
+export const ERROR_ACCESS_DENIED: Win32Status = { code: 5, name: 'ERROR_ACCESS_DENIED', text: 'Access is denied.' };
+export const ERROR_BAD_NETPATH: Win32Status = { code: 53, name: 'ERROR_BAD_NETPATH', text: 'The network path was not found.' };
+export const ERROR_BAD_NET_NAME: Win32Status = { code: 67, name: 'ERROR_BAD_NET_NAME', text: 'The network name cannot be found.' };
+export const ERROR_NO_LOGON_SERVERS: Win32Status = {
+  code: 1311,
+  name: 'ERROR_NO_LOGON_SERVERS',
+  text: 'There are currently no logon servers available to service the logon request.',
+};
+export const ERROR_NO_SUCH_DOMAIN: Win32Status = { code: 1355, name: 'ERROR_NO_SUCH_DOMAIN', text: 'The specified domain either does not exist or could not be contacted.' };
+export const RPC_S_SERVER_UNAVAILABLE: Win32Status = { code: 1722, name: 'RPC_S_SERVER_UNAVAILABLE', text: 'The RPC server is unavailable.' };
+export const ERROR_NO_TRUST_LSA_SECRET: Win32Status = { code: 1786, name: 'ERROR_NO_TRUST_LSA_SECRET', text: 'The workstation does not have a trust secret.' };
+export const ERROR_NO_TRUST_SAM_ACCOUNT: Win32Status = {
+  code: 1787,
+  name: 'ERROR_NO_TRUST_SAM_ACCOUNT',
+  text: 'The security database on the server does not have a computer account for this workstation trust relationship.',
+};
+export const ERROR_TRUSTED_RELATIONSHIP_FAILURE: Win32Status = {
+  code: 1789,
+  name: 'ERROR_TRUSTED_RELATIONSHIP_FAILURE',
+  text: 'The trust relationship between this workstation and the primary domain failed.',
+};
 
 /** `1311 0x51f ERROR_NO_LOGON_SERVERS`, as nltest writes a status. */
 export function formatWin32Status(status: Win32Status): string {

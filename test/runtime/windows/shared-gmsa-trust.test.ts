@@ -47,7 +47,7 @@ describe('shared gMSA secure channel before Windows Server 2019', () => {
     expect(lost.domainAccess.kind).to.equal('failed');
     if (lost.domainAccess.kind !== 'failed') return;
     expect(lost.domainAccess.failure.reason).to.equal('secure-channel-taken');
-    expect(lost.domainAccess.failure.netlogonStatus).to.deep.equal({ code: 5, name: 'ERROR_ACCESS_DENIED' });
+    expect(lost.domainAccess.failure.netlogonStatus).to.deep.equal({ code: 5, name: 'ERROR_ACCESS_DENIED', text: 'Access is denied.' });
     expect(withSharedChannel('10.0.14393', second, [first, second])).to.equal(second.identity);
   });
 

@@ -1,11 +1,10 @@
-// A domain with a file server, identities in it, and a WindowsSession over them that uses the
-// runtime's SMB client and share contents (file-shares.ts): shared by the SMB and domain command tests.
-import type { WindowsSession } from '../../../src/emulator/windows-identity.js';
+// A domain with a file server, identities in it, and the runtime's WindowsSession over them (its
+// SMB client and share contents, file-shares.ts): shared by the SMB and domain command tests.
 import type { ContainerIdentity, DomainAccess, IdentityFailureReason } from '../../../src/runtime/windows/container-identity.js';
-import { FileShareContents, SmbClient, type ShareEntry, type ShareResult } from '../../../src/runtime/windows/file-shares.js';
+import { FileShareContents } from '../../../src/runtime/windows/file-shares.js';
 import { parseNodeFile, type NodeDirectory } from '../../../src/runtime/windows/node-directory.js';
-import { ERROR_ACCESS_DENIED } from '../../../src/runtime/windows/shared-gmsa-trust.js';
-import { ERROR_NO_LOGON_SERVERS, ERROR_NO_TRUST_LSA_SECRET, STATUS_ACCESS_DENIED, type Win32Status } from '../../../src/runtime/windows/windows-status.js';
+import { ContainerWindowsSession } from '../../../src/runtime/windows-session.js';
+import { ERROR_ACCESS_DENIED, ERROR_NO_LOGON_SERVERS, ERROR_NO_TRUST_LSA_SECRET, STATUS_ACCESS_DENIED, type Win32Status } from '../../../src/runtime/windows/windows-status.js';
 
 export const SMB_NODE_YAML = `
 node: { name: WINNODE1, hostname: winnode1, domain: contoso.com }
@@ -73,46 +72,44 @@ export function failedIdentity(reason: IdentityFailureReason, netlogonStatus: Wi
 export const channelTakenIdentity = (): ContainerIdentity => failedIdentity('secure-channel-taken', ERROR_ACCESS_DENIED);
 export const dcDownIdentity = (): ContainerIdentity => failedIdentity('domain-controller-unreachable', ERROR_NO_LOGON_SERVERS);
 
-/** A session whose identity and domain the test sets; resets are counted and make the identity `afterReset`. */
-export class TestSession implements WindowsSession {
-  resets = 0;
-  afterReset: ContainerIdentity | undefined;
-  private readonly smb: SmbClient;
+/**
+ * The runtime's session (windows-session.ts) over an identity and a domain the test sets; resets
+ * are counted and make the identity `afterReset`.
+ */
+export class TestSession extends ContainerWindowsSession {
+  private readonly state: { current: ContainerIdentity | undefined; domain: NodeDirectory; resets: number; afterReset: ContainerIdentity | undefined };
 
   constructor(
-    public current: ContainerIdentity | undefined,
-    public domain: NodeDirectory = smbDirectory(),
+    current: ContainerIdentity | undefined,
+    domain: NodeDirectory = smbDirectory(),
     readonly contents = new FileShareContents(() => Date.UTC(2026, 10, 28, 13, 31)),
   ) {
-    this.smb = new SmbClient(() => this.domain, () => this.current, contents);
+    const state = { current, domain, resets: 0, afterReset: undefined as ContainerIdentity | undefined };
+    super({
+      directory: () => state.domain,
+      identity: () => state.current,
+      resetSecureChannel: () => {
+        state.resets++;
+        if (state.afterReset !== undefined) state.current = state.afterReset;
+      },
+      fileShares: contents,
+    });
+    this.state = state;
   }
 
-  identity(): ContainerIdentity | undefined {
-    return this.current;
+  get domain(): NodeDirectory {
+    return this.state.domain;
   }
 
-  directory(): NodeDirectory {
-    return this.domain;
+  set domain(domain: NodeDirectory) {
+    this.state.domain = domain;
   }
 
-  resetSecureChannel(): void {
-    this.resets++;
-    if (this.afterReset !== undefined) this.current = this.afterReset;
+  get resets(): number {
+    return this.state.resets;
   }
 
-  readFile(path: string): ShareResult<string> {
-    return this.smb.readFile(path);
-  }
-
-  writeFile(path: string, content: string, append: boolean): ShareResult<void> {
-    return this.smb.writeFile(path, content, append);
-  }
-
-  list(path: string): ShareResult<ShareEntry[]> {
-    return this.smb.list(path);
-  }
-
-  itemKind(path: string): ShareResult<'file' | 'directory' | undefined> {
-    return this.smb.itemKind(path);
+  set afterReset(identity: ContainerIdentity) {
+    this.state.afterReset = identity;
   }
 }
