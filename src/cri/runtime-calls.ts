@@ -11,7 +11,7 @@ import type { ContainerStatus__Output } from '../generated/runtime/v1/ContainerS
 import type { PodSandboxFilter } from '../generated/runtime/v1/PodSandboxFilter.js';
 import type { PodSandbox__Output } from '../generated/runtime/v1/PodSandbox.js';
 import type { PodSandboxStatus__Output } from '../generated/runtime/v1/PodSandboxStatus.js';
-import { unaryCall, type CriClient } from './proto.js';
+import { unaryCall, type CriClient, type UnaryCallOptions } from './proto.js';
 
 export interface RuntimeCalls {
   listPodSandbox(filter?: PodSandboxFilter): Promise<readonly PodSandbox__Output[]>;
@@ -39,27 +39,53 @@ export function ignoreNotFound(err: unknown): void {
 
 /** The RuntimeService calls over `cri`, each with a deadline of `timeoutMs`. */
 export function runtimeCalls(cri: CriClient, timeoutMs: number): RuntimeCalls {
-  const call = { timeoutMs };
-  const orUndefined = (err: unknown): undefined => {
-    ignoreNotFound(err);
-    return undefined;
-  };
-  return {
-    listPodSandbox: async (filter) => (await unaryCall(cri.runtime, 'ListPodSandbox', filter === undefined ? {} : { filter }, call)).items,
-    listContainers: async (filter) => (await unaryCall(cri.runtime, 'ListContainers', filter === undefined ? {} : { filter }, call)).containers,
-    containerStatus: async (id) => (await unaryCall(cri.runtime, 'ContainerStatus', { container_id: id, verbose: false }, call).catch(orUndefined))?.status ?? undefined,
-    podSandboxStatus: async (id) => (await unaryCall(cri.runtime, 'PodSandboxStatus', { pod_sandbox_id: id, verbose: false }, call).catch(orUndefined))?.status ?? undefined,
-    stopContainer: async (id, timeoutSeconds) => {
-      await unaryCall(cri.runtime, 'StopContainer', { container_id: id, timeout: String(timeoutSeconds) }, { timeoutMs: timeoutMs + timeoutSeconds * 1000 });
-    },
-    stopPodSandbox: async (id) => {
-      await unaryCall(cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, call);
-    },
-    removeContainer: async (id) => {
-      await unaryCall(cri.runtime, 'RemoveContainer', { container_id: id }, call);
-    },
-    removePodSandbox: async (id) => {
-      await unaryCall(cri.runtime, 'RemovePodSandbox', { pod_sandbox_id: id }, call);
-    },
-  };
+  return new ClientRuntimeCalls(cri, timeoutMs);
+}
+
+class ClientRuntimeCalls implements RuntimeCalls {
+  private readonly call: UnaryCallOptions;
+
+  constructor(
+    private readonly cri: CriClient,
+    private readonly timeoutMs: number,
+  ) {
+    this.call = { timeoutMs };
+  }
+
+  async listPodSandbox(filter?: PodSandboxFilter): Promise<readonly PodSandbox__Output[]> {
+    return (await unaryCall(this.cri.runtime, 'ListPodSandbox', filter === undefined ? {} : { filter }, this.call)).items;
+  }
+
+  async listContainers(filter?: ContainerFilter): Promise<readonly Container__Output[]> {
+    return (await unaryCall(this.cri.runtime, 'ListContainers', filter === undefined ? {} : { filter }, this.call)).containers;
+  }
+
+  async containerStatus(id: string): Promise<ContainerStatus__Output | undefined> {
+    return (await unaryCall(this.cri.runtime, 'ContainerStatus', { container_id: id, verbose: false }, this.call).catch(notFoundAsUndefined))?.status ?? undefined;
+  }
+
+  async podSandboxStatus(id: string): Promise<PodSandboxStatus__Output | undefined> {
+    return (await unaryCall(this.cri.runtime, 'PodSandboxStatus', { pod_sandbox_id: id, verbose: false }, this.call).catch(notFoundAsUndefined))?.status ?? undefined;
+  }
+
+  async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    await unaryCall(this.cri.runtime, 'StopContainer', { container_id: id, timeout: String(timeoutSeconds) }, { timeoutMs: this.timeoutMs + timeoutSeconds * 1000 });
+  }
+
+  async stopPodSandbox(id: string): Promise<void> {
+    await unaryCall(this.cri.runtime, 'StopPodSandbox', { pod_sandbox_id: id }, this.call);
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    await unaryCall(this.cri.runtime, 'RemoveContainer', { container_id: id }, this.call);
+  }
+
+  async removePodSandbox(id: string): Promise<void> {
+    await unaryCall(this.cri.runtime, 'RemovePodSandbox', { pod_sandbox_id: id }, this.call);
+  }
+}
+
+function notFoundAsUndefined(err: unknown): undefined {
+  ignoreNotFound(err);
+  return undefined;
 }
