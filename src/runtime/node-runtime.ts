@@ -68,7 +68,10 @@ export interface NodeRuntimeOptions {
   clock?: Clock;
   /** Commands the emulator knows; default: a registry of this runtime's own. The built-in commands are added to it. */
   commands?: CommandRegistry;
-  /** The built-in catalogue (tests may give a smaller one). */
+  /**
+   * The built-in catalogue (tests may give a smaller one). Immutable once built, so the runtimes
+   * of one process may share one (node mode does); default: a catalogue of this runtime's own.
+   */
   registry?: SimulatedRegistry;
   /** `--images FILE` and `--unknown-images` (docs/images.md); the node file's `images:` section adds to them. */
   images?: { file?: string | undefined; unknownImages?: string | undefined };
@@ -294,6 +297,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
           sandbox_config: null,
         });
       }
+      // Records read and nothing changed since: no connection until the first change (an idle
+      // node of a thousand holds none).
+      db?.release();
       logger.info({ stateDir: settings.stateDir }, 'runtime ready');
       return runtime;
     } catch (err) {
