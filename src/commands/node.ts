@@ -330,6 +330,8 @@ export async function startNodes(options: NodeCommandOptions, logger: Logger, on
         simulateReboot: options.simulateReboot === true,
         images: { file: options.images, unknownImages: options.unknownImages },
         registry: catalogue,
+        // Most nodes are never exec'd into: their streaming servers listen on first use.
+        streamingOnFirstUse: true,
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
