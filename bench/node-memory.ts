@@ -31,6 +31,7 @@ interface ChildResult {
   nodes: number;
   rss: number;
   heapUsed: number;
+  heapTotal: number;
   external: number;
   arrayBuffers: number;
   /** Ready after, ms. */
@@ -88,7 +89,7 @@ async function child(argv: string[]): Promise<void> {
   await sleep(500);
   collect();
   const usage = process.memoryUsage();
-  const result: ChildResult = { nodes, rss: usage.rss, heapUsed: usage.heapUsed, external: usage.external, arrayBuffers: usage.arrayBuffers, readyMs };
+  const result: ChildResult = { nodes, rss: usage.rss, heapUsed: usage.heapUsed, heapTotal: usage.heapTotal, external: usage.external, arrayBuffers: usage.arrayBuffers, readyMs };
   if (values.snapshot !== undefined) result.snapshot = writeHeapSnapshot(values.snapshot);
   process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
   await started.stop();
@@ -177,15 +178,15 @@ async function main(): Promise<void> {
       const load = loadavg()[0]!;
       const r = await runChild(args);
       results.push({ ...r, load });
-      log(`${n} nodes: Ready after ${(r.readyMs / 1000).toFixed(1)} s; RSS ${(r.rss / 1048576).toFixed(1)} MiB, heap ${(r.heapUsed / 1048576).toFixed(1)} MiB, external ${(r.external / 1048576).toFixed(1)} MiB`);
+      log(`${n} nodes: Ready after ${(r.readyMs / 1000).toFixed(1)} s; RSS ${(r.rss / 1048576).toFixed(1)} MiB, heap ${(r.heapUsed / 1048576).toFixed(1)} MiB of ${(r.heapTotal / 1048576).toFixed(1)}, external ${(r.external / 1048576).toFixed(1)} MiB`);
     }
     const base = results[0]!;
     const perNode = results.slice(1).map((r) => {
       const added = r.nodes - base.nodes;
-      return { from: base.nodes, to: r.nodes, rssKiB: (r.rss - base.rss) / added / 1024, heapKiB: (r.heapUsed - base.heapUsed) / added / 1024, externalKiB: (r.external - base.external) / added / 1024, rssPerNodeWithFixedKiB: r.rss / r.nodes / 1024 };
+      return { from: base.nodes, to: r.nodes, rssKiB: (r.rss - base.rss) / added / 1024, heapKiB: (r.heapUsed - base.heapUsed) / added / 1024, heapTotalKiB: (r.heapTotal - base.heapTotal) / added / 1024, externalKiB: (r.external - base.external) / added / 1024, rssPerNodeWithFixedKiB: r.rss / r.nodes / 1024 };
     });
     for (const p of perNode) {
-      log(`per node, ${p.from} → ${p.to}: RSS ${p.rssKiB.toFixed(0)} KiB, heap ${p.heapKiB.toFixed(0)} KiB, external ${p.externalKiB.toFixed(0)} KiB (RSS / nodes at ${p.to}: ${p.rssPerNodeWithFixedKiB.toFixed(0)} KiB)`);
+      log(`per node, ${p.from} → ${p.to}: RSS ${p.rssKiB.toFixed(0)} KiB, heap used ${p.heapKiB.toFixed(0)} KiB (heap reserved ${p.heapTotalKiB.toFixed(0)} KiB), external ${p.externalKiB.toFixed(0)} KiB (RSS / nodes at ${p.to}: ${p.rssPerNodeWithFixedKiB.toFixed(0)} KiB)`);
     }
     let breakdown: { key: string; countPerNode: number; bytesPerNode: number }[] | undefined;
     if (values.snapshot) {
