@@ -14,7 +14,7 @@
  * bench/README.md ("What an idle node costs") has the figures.
  */
 import { spawn } from 'node:child_process';
-import { createReadStream, writeFileSync, mkdirSync } from 'node:fs';
+import { createReadStream, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -34,6 +34,8 @@ interface ChildResult {
   heapTotal: number;
   external: number;
   arrayBuffers: number;
+  /** Open file descriptors of the process. */
+  fds: number;
   /** Ready after, ms. */
   readyMs: number;
   snapshot?: string;
@@ -89,7 +91,7 @@ async function child(argv: string[]): Promise<void> {
   await sleep(500);
   collect();
   const usage = process.memoryUsage();
-  const result: ChildResult = { nodes, rss: usage.rss, heapUsed: usage.heapUsed, heapTotal: usage.heapTotal, external: usage.external, arrayBuffers: usage.arrayBuffers, readyMs };
+  const result: ChildResult = { nodes, rss: usage.rss, heapUsed: usage.heapUsed, heapTotal: usage.heapTotal, external: usage.external, arrayBuffers: usage.arrayBuffers, fds: readdirSync('/proc/self/fd').length, readyMs };
   if (values.snapshot !== undefined) result.snapshot = writeHeapSnapshot(values.snapshot);
   process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
   await started.stop();
@@ -183,10 +185,10 @@ async function main(): Promise<void> {
     const base = results[0]!;
     const perNode = results.slice(1).map((r) => {
       const added = r.nodes - base.nodes;
-      return { from: base.nodes, to: r.nodes, rssKiB: (r.rss - base.rss) / added / 1024, heapKiB: (r.heapUsed - base.heapUsed) / added / 1024, heapTotalKiB: (r.heapTotal - base.heapTotal) / added / 1024, externalKiB: (r.external - base.external) / added / 1024, rssPerNodeWithFixedKiB: r.rss / r.nodes / 1024 };
+      return { from: base.nodes, to: r.nodes, rssKiB: (r.rss - base.rss) / added / 1024, heapKiB: (r.heapUsed - base.heapUsed) / added / 1024, heapTotalKiB: (r.heapTotal - base.heapTotal) / added / 1024, externalKiB: (r.external - base.external) / added / 1024, fds: (r.fds - base.fds) / added, rssPerNodeWithFixedKiB: r.rss / r.nodes / 1024 };
     });
     for (const p of perNode) {
-      log(`per node, ${p.from} → ${p.to}: RSS ${p.rssKiB.toFixed(0)} KiB, heap used ${p.heapKiB.toFixed(0)} KiB (heap reserved ${p.heapTotalKiB.toFixed(0)} KiB), external ${p.externalKiB.toFixed(0)} KiB (RSS / nodes at ${p.to}: ${p.rssPerNodeWithFixedKiB.toFixed(0)} KiB)`);
+      log(`per node, ${p.from} → ${p.to}: RSS ${p.rssKiB.toFixed(0)} KiB, heap used ${p.heapKiB.toFixed(0)} KiB (heap reserved ${p.heapTotalKiB.toFixed(0)} KiB), external ${p.externalKiB.toFixed(0)} KiB, ${p.fds.toFixed(2)} file descriptors (RSS / nodes at ${p.to}: ${p.rssPerNodeWithFixedKiB.toFixed(0)} KiB)`);
     }
     let breakdown: { key: string; countPerNode: number; bytesPerNode: number }[] | undefined;
     if (values.snapshot) {
