@@ -11,6 +11,11 @@
  *   node dist/bench/node-memory.js [--nodes 20,220] [--settle 15] [--snapshot] [--top 30]
  *                                  [--node-args "…"] [--out FILE]
  *
+ * `--parts N` measures instead what each part of a node costs alone: N of it made in one process
+ * (the built-in image catalogue, an open metadata-database connection, a TLS context with a
+ * node's certificate, a runtime as node mode opens it, ephemeral and durable, its CRI server
+ * listening, a kubelet server listening), heap and RSS growth per item after full collections.
+ *
  * bench/README.md ("What an idle node costs") has the figures.
  */
 import { spawn } from 'node:child_process';
@@ -99,6 +104,57 @@ async function child(argv: string[]): Promise<void> {
   process.exit(0);
 }
 
+const PARTS = ['catalogue', 'metadata-connection', 'tls-context', 'runtime', 'runtime-durable', 'cri-server', 'kubelet-server'] as const;
+
+/** The child of `--parts`: `count` of one part in this process. */
+async function partChild(part: string, count: number): Promise<void> {
+  const { SimulatedRegistry } = await import('../src/runtime/images/catalogue.js');
+  const { MetadataDb } = await import('../src/runtime/store/metadata-db.js');
+  const { NodeRuntime } = await import('../src/runtime/node-runtime.js');
+  const { CriServer } = await import('../src/cri/server.js');
+  const { startKubeletServer } = await import('../src/kubelet/server/index.js');
+  const { selfSignedServingCertificate } = await import('../src/kubelet/server/serving-certificate.js');
+  const { createInProcessCriClient } = await import('../src/cri/in-process-client.js');
+  const { createSecureContext } = await import('node:tls');
+  const { createLogger } = await import('../src/log.js');
+  const logger = createLogger({ level: 'warn', format: 'json' });
+  const dir = await mkdtemp(join(tmpdir(), 'nmp-'));
+  const catalogue = new SimulatedRegistry();
+  const kept: unknown[] = [];
+  const one = async (i: number): Promise<void> => {
+    const stateDir = join(dir, `n${i}`);
+    const open = (durable: boolean): ReturnType<typeof NodeRuntime.open> =>
+      NodeRuntime.open({ stateDir: join(stateDir, 'runtime'), logger: logger.child({ node: `n${i}` }), durable, registry: catalogue, streamingOnFirstUse: true, podCidr: `127.11.${i % 250}.0/24` });
+    if (part === 'catalogue') kept.push(new SimulatedRegistry());
+    else if (part === 'metadata-connection') kept.push(MetadataDb.open(stateDir, logger));
+    else if (part === 'tls-context') kept.push(createSecureContext(await selfSignedServingCertificate(`n${i}`, ['127.0.1.1'])));
+    else if (part === 'runtime' || part === 'runtime-durable') kept.push(await open(part === 'runtime-durable'));
+    else if (part === 'cri-server') {
+      const runtime = await open(true);
+      const server = new CriServer({ runtime, logger });
+      await server.listen(`unix://${join(stateDir, 'cri.sock')}`);
+      kept.push(runtime, server);
+    } else if (part === 'kubelet-server') {
+      const runtime = await open(true);
+      const cri = await createInProcessCriClient({ runtime, endpoint: 'unix:///unused', logger });
+      kept.push(runtime, cri, await startKubeletServer({ address: `127.0.1.${(i % 250) + 1}`, port: 0, anonymousAuth: true, authorizationMode: 'AlwaysAllow', nodeName: `n${i}`, cri, pods: () => [], logger }));
+    } else throw new Error(`--parts: no part ${part} (${PARTS.join(', ')})`);
+  };
+  await one(0);
+  await one(1);
+  collect();
+  await sleep(200);
+  collect();
+  const before = process.memoryUsage();
+  for (let i = 2; i < count + 2; i++) await one(i);
+  collect();
+  await sleep(200);
+  collect();
+  const after = process.memoryUsage();
+  process.stdout.write(`${RESULT_PREFIX}${JSON.stringify({ part, heapKiB: (after.heapUsed - before.heapUsed) / count / 1024, rssKiB: (after.rss - before.rss) / count / 1024 })}\n`);
+  process.exit(0);
+}
+
 /** Self size and count per node type and name (constructor), from a heap snapshot file. */
 async function snapshotSummary(file: string): Promise<Map<string, Entry>> {
   const chunks: Buffer[] = [];
@@ -130,7 +186,7 @@ async function snapshotSummary(file: string): Promise<Map<string, Entry>> {
   return out;
 }
 
-function runChild(args: string[]): Promise<ChildResult> {
+function runChild<T = ChildResult>(args: string[]): Promise<T> {
   return new Promise((resolveRun, reject) => {
     const proc = spawn(process.execPath, [...NODE_FLAGS, '--expose-gc', fileURLToPath(import.meta.url), '--child', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -145,7 +201,7 @@ function runChild(args: string[]): Promise<ChildResult> {
       clearTimeout(timer);
       const line = out.split('\n').find((l) => l.startsWith(RESULT_PREFIX));
       if (code !== 0 || line === undefined) reject(new Error(`child ${args.join(' ')}: exit ${String(code)}\n${err.slice(-4000)}`));
-      else resolveRun(JSON.parse(line.slice(RESULT_PREFIX.length)) as ChildResult);
+      else resolveRun(JSON.parse(line.slice(RESULT_PREFIX.length)) as T);
     });
   });
 }
@@ -158,12 +214,22 @@ async function main(): Promise<void> {
       snapshot: { type: 'boolean', default: false },
       top: { type: 'string', default: '30' },
       'node-args': { type: 'string', default: '' },
+      parts: { type: 'string' },
       out: { type: 'string', default: join(PACKAGE_ROOT, 'bench', 'results', 'node-memory.json') },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    process.stdout.write('node dist/bench/node-memory.js [--nodes 20,220] [--settle 15] [--snapshot] [--top 30] [--node-args "…"] [--out FILE]\n');
+    process.stdout.write('node dist/bench/node-memory.js [--nodes 20,220] [--settle 15] [--snapshot] [--top 30] [--node-args "…"] [--out FILE]\n       node dist/bench/node-memory.js --parts 200\n');
+    return;
+  }
+  if (values.parts !== undefined) {
+    const count = Number(values.parts);
+    if (!Number.isInteger(count) || count < 1) throw new Error('--parts: a positive whole number');
+    for (const part of PARTS) {
+      const r = await runChild<{ part: string; heapKiB: number; rssKiB: number }>(['--part', part, '--count', String(count)]);
+      process.stdout.write(`${part}: heap ${r.heapKiB.toFixed(1)} KiB, RSS ${r.rssKiB.toFixed(1)} KiB each (${count} in one process)\n`);
+    }
     return;
   }
   const counts = values.nodes.split(',').map((n) => Number(n));
@@ -216,5 +282,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--child')) await child(process.argv.slice(2));
+const partAt = process.argv.indexOf('--part');
+if (partAt >= 0) await partChild(process.argv[partAt + 1] ?? '', Number(process.argv[process.argv.indexOf('--count') + 1]));
+else if (process.argv.includes('--child')) await child(process.argv.slice(2));
 else await main();
