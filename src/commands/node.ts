@@ -263,12 +263,7 @@ function identityFor(name: string, index: number, count: number, osBuild: string
 }
 
 /** The nodes of a `cri-winsim node` process, started; stop() takes them down. */
-export interface StartedNodes {
-  readonly names: readonly string[];
-  readonly stateRoot: string;
-  readonly server: string;
-  stop(): Promise<void>;
-}
+export type StartedNodes = { readonly names: readonly string[]; readonly stateRoot: string; readonly server: string; stop(): Promise<void> };
 
 /**
  * Opens the runtimes and starts the kubelets of `cri-winsim node` in this process (also what
@@ -374,26 +369,20 @@ export async function startNodes(options: NodeCommandOptions, logger: Logger, on
     api.close();
     throw err;
   }
-  return {
-    names,
-    stateRoot,
-    server: api.server.origin,
-    stop: async () => {
-      await domains?.stop();
-      await kubelets.stop();
-      await closeAll();
-      api.close();
-    },
+  const stop = async (): Promise<void> => {
+    await domains?.stop();
+    await kubelets.stop();
+    await closeAll();
+    api.close();
   };
+  return { names, stateRoot, server: api.server.origin, stop };
 }
 
 /** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
 export async function runNodes(options: NodeCommandOptions): Promise<void> {
   const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
   let signal: Promise<NodeJS.Signals> | undefined;
-  const nodes = await startNodes(options, logger, () => {
-    signal = untilSignal(logger);
-  });
+  const nodes = await startNodes(options, logger, () => (signal = untilSignal(logger)));
   const { names, stateRoot } = nodes;
   logger.info({ nodes: names.length === 1 ? names[0] : `${names[0]} … ${names[names.length - 1]} (${names.length})`, stateDir: stateRoot, server: nodes.server }, NODE_READY_MESSAGE);
   const received = await signal!;
