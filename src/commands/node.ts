@@ -73,7 +73,7 @@ export interface NodeModeOptions extends GcFlagValues {
   logLevel: string;
 }
 
-interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
+export interface NodeCommandOptions extends NodeModeOptions, CallConditionFlags {
   stateDir: string;
   /** --ephemeral: the runtimes keep no state across restarts (as `runtime --ephemeral`). */
   ephemeral?: boolean;
@@ -262,11 +262,17 @@ function identityFor(name: string, index: number, count: number, osBuild: string
   };
 }
 
-/** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
-export async function runNodes(options: NodeCommandOptions): Promise<void> {
+/** The nodes of a `cri-winsim node` process, started; stop() takes them down. */
+export type StartedNodes = { readonly names: readonly string[]; readonly stateRoot: string; readonly server: string; stop(): Promise<void> };
+
+/**
+ * Opens the runtimes and starts the kubelets of `cri-winsim node` in this process (also what
+ * bench/node-memory.ts measures). `onRuntimesOpen` runs once every runtime serves, before the
+ * kubelets start.
+ */
+export async function startNodes(options: NodeCommandOptions, logger: Logger, onRuntimesOpen: () => void = () => undefined): Promise<StartedNodes> {
   const names = nodeNames(options);
   clientLimits(options);
-  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
   const api = await connectApi(options);
   const { NodeRuntime } = await import('../runtime/node-runtime.js');
   const { openNodeDirectory, deriveNodeDirectory, renameComputerAccount } = await import('../runtime/windows/node-directory.js');
@@ -274,7 +280,10 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
   if (domainResource !== '' && (domainResource.length > 253 || !dns1123Subdomain.test(domainResource))) {
     throw new Error(`--domain-resource: ${JSON.stringify(domainResource)} is not a ${DOMAIN_KIND} name (a lowercase RFC 1123 subdomain)`);
   }
+  const { SimulatedRegistry } = await import('../runtime/images/catalogue.js');
   const template = await openNodeDirectory(options.nodeFile === undefined ? undefined : resolve(options.nodeFile));
+  // The built-in image catalogue is immutable once built: one for every runtime of the process.
+  const catalogue = new SimulatedRegistry();
   const osBuild = template.osBuild;
   const identities = names.map((name, i) => identityFor(name, i, names.length, osBuild, options));
   const stateRoot = resolve(options.stateDir);
@@ -315,6 +324,9 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
         durable: options.ephemeral !== true,
         simulateReboot: options.simulateReboot === true,
         images: { file: options.images, unknownImages: options.unknownImages },
+        registry: catalogue,
+        // Most nodes are never exec'd into: their streaming servers listen on first use.
+        streamingOnFirstUse: true,
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
       });
@@ -343,7 +355,7 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
     api.close();
     throw err;
   }
-  const signal = untilSignal(logger);
+  onRuntimesOpen();
   // One watch of the domain resource for every node of the process, before the kubelets start
   // pods, so that they start under the cluster's domain when it has one.
   const domains = domainResource === '' ? undefined : new DomainController(api, domainResource, domainNodes, logger.child({ component: 'domain-controller' }));
@@ -357,13 +369,25 @@ export async function runNodes(options: NodeCommandOptions): Promise<void> {
     api.close();
     throw err;
   }
-  logger.info({ nodes: names.length === 1 ? names[0] : `${names[0]} … ${names[names.length - 1]} (${names.length})`, stateDir: stateRoot, server: api.server.origin }, NODE_READY_MESSAGE);
-  const received = await signal;
+  const stop = async (): Promise<void> => {
+    await domains?.stop();
+    await kubelets.stop();
+    await closeAll();
+    api.close();
+  };
+  return { names, stateRoot, server: api.server.origin, stop };
+}
+
+/** `cri-winsim node`: runtimes and kubelets in one process until SIGTERM/SIGINT. */
+export async function runNodes(options: NodeCommandOptions): Promise<void> {
+  const logger = createLogger({ level: options.logLevel, name: 'cri-winsim-node' });
+  let signal: Promise<NodeJS.Signals> | undefined;
+  const nodes = await startNodes(options, logger, () => (signal = untilSignal(logger)));
+  const { names, stateRoot } = nodes;
+  logger.info({ nodes: names.length === 1 ? names[0] : `${names[0]} … ${names[names.length - 1]} (${names.length})`, stateDir: stateRoot, server: nodes.server }, NODE_READY_MESSAGE);
+  const received = await signal!;
   logger.info({ signal: received }, 'shutting down');
-  await domains?.stop();
-  await kubelets.stop();
-  await closeAll();
-  api.close();
+  await nodes.stop();
   logger.info('cri-winsim node stopped');
   await new Promise<void>((done) => logger.flush(() => done()));
   process.exit(0);

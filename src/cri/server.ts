@@ -112,16 +112,19 @@ async function removeSocketFile(path: string): Promise<void> {
 /**
  * The CRI v1 gRPC server (RuntimeService and ImageService) in front of a runtime, on a unix
  * socket, with cri-winsim's ActiveDirectory service (proto/criwinsim/ad/v1) on the same socket.
+ *
+ * The socket listens from listen() on; the gRPC server behind it (its services, handlers and
+ * HTTP/2 server) is made when the first connection arrives, so a runtime nobody connects to
+ * (a node whose kubelet calls it in process) holds only the listening socket.
  */
 export class CriServer {
   private readonly ctx: CallContext;
   private readonly events: ContainerEventStreams;
-  private readonly runtimeHandlers: grpc.UntypedServiceImplementation;
-  private readonly imageHandlers: grpc.UntypedServiceImplementation;
-  private readonly adHandlers: grpc.UntypedServiceImplementation;
-  private readonly identityHandlers: grpc.UntypedServiceImplementation | undefined;
+  private readonly runtime: CriServerOptions['runtime'];
   private readonly shutdownTimeoutMs: number;
+  /** Made on the first connection; undefined until then and after close. */
   private server: grpc.Server | undefined;
+  private injector: grpc.ConnectionInjector | undefined;
   private listener: NetServer | undefined;
   private socketPath: string | undefined;
   private closing: Promise<void> | undefined;
@@ -129,14 +132,8 @@ export class CriServer {
   constructor(options: CriServerOptions) {
     this.ctx = { logger: options.logger ?? silentLogger(), observer: options.observer };
     this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
-    const runtime = options.runtime;
-    this.events = new ContainerEventStreams(runtime, this.ctx);
-    this.runtimeHandlers = serviceHandlers(runtimeServiceDefinition(), runtime, this.ctx, this.events.handlers());
-    this.imageHandlers = serviceHandlers(imageServiceDefinition(), runtime, this.ctx);
-    // The domain's service shares the socket: who may use the CRI may steer the domain. Its calls
-    // are not CRI operations, so the CRI call observer (kubelet-style metrics) does not see them.
-    this.adHandlers = serviceHandlers(activeDirectoryServiceDefinition(), runtime.activeDirectory ?? {}, { logger: this.ctx.logger, observer: undefined });
-    this.identityHandlers = typeof runtime.explainContainer === 'function' ? serviceHandlers(identityServiceDefinition(), runtime, this.ctx) : undefined;
+    this.runtime = options.runtime;
+    this.events = new ContainerEventStreams(this.runtime, this.ctx);
   }
 
   /** The endpoint the server listens on, once listen() resolved. */
@@ -149,28 +146,23 @@ export class CriServer {
     return this.events.size;
   }
 
+  /** Whether the gRPC server behind the socket has been made (a client connected). */
+  get serving(): boolean {
+    return this.server !== undefined;
+  }
+
   /**
    * Listens on `unix:///absolute/path.sock`: creates the parent directory, replaces a stale
    * socket file, refuses a live one, and leaves the socket with mode 0660. Resolves to the endpoint.
    */
   async listen(endpoint: string): Promise<string> {
-    if (this.server !== undefined) throw new Error(`CRI server is already listening on ${this.endpoint}`);
+    if (this.listener !== undefined) throw new Error(`CRI server is already listening on ${this.endpoint}`);
     const path = unixSocketPath(endpoint);
     await mkdir(dirname(path), { recursive: true, mode: SOCKET_DIR_MODE });
     await claimSocketPath(path, this.ctx.logger);
-
-    const server = new grpc.Server({
-      'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
-    });
-    server.addService(withUtf8CheckedRequests(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES)), this.runtimeHandlers);
-    server.addService(withUtf8CheckedRequests(imageServiceDefinition()), this.imageHandlers);
-    server.addService(activeDirectoryServiceDefinition(), this.adHandlers);
-    if (this.identityHandlers !== undefined) server.addService(identityServiceDefinition(), this.identityHandlers);
     // The server's own listener (grpc-js's bindAsync has no backlog option) hands each accepted
     // connection to grpc-js, which serves it as it would its own.
-    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-    const listener = createServer((socket) => injector.injectConnection(socket));
+    const listener = createServer((socket) => this.connectionInjector().injectConnection(socket));
     try {
       await new Promise<void>((resolve, reject) => {
         listener.once('error', (err) => reject(new Error(`cannot listen on ${unixEndpoint(path)}: ${err.message}`)));
@@ -179,16 +171,36 @@ export class CriServer {
       await chmod(path, SOCKET_MODE);
     } catch (err) {
       listener.close();
-      server.forceShutdown();
       await removeSocketFile(path).catch(() => undefined);
       throw err;
     }
     this.listener = listener;
-    this.server = server;
     this.socketPath = path;
     this.closing = undefined;
     this.ctx.logger.debug({ endpoint: unixEndpoint(path) }, 'CRI server bound');
     return unixEndpoint(path);
+  }
+
+  /** The gRPC server's injector, made with the server on the first connection. */
+  private connectionInjector(): grpc.ConnectionInjector {
+    if (this.injector !== undefined) return this.injector;
+    const runtime = this.runtime;
+    const server = new grpc.Server({
+      'grpc.max_receive_message_length': CRI_MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
+    });
+    server.addService(
+      withUtf8CheckedRequests(withCachedListEncoding(runtimeServiceDefinition(), CRI_MAX_MESSAGE_BYTES)),
+      serviceHandlers(runtimeServiceDefinition(), runtime, this.ctx, this.events.handlers()),
+    );
+    server.addService(withUtf8CheckedRequests(imageServiceDefinition()), serviceHandlers(imageServiceDefinition(), runtime, this.ctx));
+    // The domain's service shares the socket: who may use the CRI may steer the domain. Its calls
+    // are not CRI operations, so the CRI call observer (kubelet-style metrics) does not see them.
+    server.addService(activeDirectoryServiceDefinition(), serviceHandlers(activeDirectoryServiceDefinition(), runtime.activeDirectory ?? {}, { logger: this.ctx.logger, observer: undefined }));
+    if (typeof runtime.explainContainer === 'function') server.addService(identityServiceDefinition(), serviceHandlers(identityServiceDefinition(), runtime, this.ctx));
+    this.server = server;
+    this.injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    return this.injector;
   }
 
   /**
@@ -201,26 +213,29 @@ export class CriServer {
   }
 
   private async shutdown(): Promise<void> {
-    const server = this.server;
     const path = this.socketPath;
-    if (server === undefined || path === undefined) return;
+    if (path === undefined) return;
     // No new connections; the ones accepted are grpc-js's to drain.
     this.listener?.close();
     this.listener = undefined;
     this.events.endAll();
-    const graceful = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), this.shutdownTimeoutMs);
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve(true);
+    const server = this.server;
+    if (server !== undefined) {
+      const graceful = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), this.shutdownTimeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
       });
-    });
-    if (!graceful) {
-      this.ctx.logger.warn({ timeoutMs: this.shutdownTimeoutMs }, 'CRI calls still running at shutdown; closing connections');
-      server.forceShutdown();
+      if (!graceful) {
+        this.ctx.logger.warn({ timeoutMs: this.shutdownTimeoutMs }, 'CRI calls still running at shutdown; closing connections');
+        server.forceShutdown();
+      }
     }
     await removeSocketFile(path);
     this.server = undefined;
+    this.injector = undefined;
     this.socketPath = undefined;
     this.ctx.logger.debug({ endpoint: unixEndpoint(path) }, 'CRI server closed');
   }

@@ -8,14 +8,14 @@ import { ContainerState, containerStateName } from './store/container-store.js';
 import type { RemoteCommandSession } from './streaming/remote-command.js';
 
 /** Attach: hands out a streaming URL to the main process's stdio of a running container. */
-export function attach(ctx: RuntimeContext, req: AttachRequest__Output): AttachResponse {
+export async function attach(ctx: RuntimeContext, req: AttachRequest__Output): Promise<AttachResponse> {
   const options = streamOptions(req, 'attach');
   const container = ctx.containers.mustFind(req.container_id);
   if (container.status.state !== ContainerState.RUNNING) {
     throw new RuntimeError('FailedPrecondition', `container is in ${containerStateName(container.status.state)} state`);
   }
   const id = container.id;
-  return { url: ctx.streaming.register({ kind: 'attach', options, start: (session) => runAttachSession(ctx, id, session) }) };
+  return { url: await ctx.streaming.register({ kind: 'attach', options, start: (session) => runAttachSession(ctx, id, session) }) };
 }
 
 /**

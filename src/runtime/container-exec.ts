@@ -21,7 +21,7 @@ export function streamOptions(req: { container_id: string; tty: boolean; stdin: 
 }
 
 /** Exec: checks the container runs and hands out a streaming URL; the session runs when the client comes. */
-export function exec(ctx: RuntimeContext, req: ExecRequest__Output): ExecResponse {
+export async function exec(ctx: RuntimeContext, req: ExecRequest__Output): Promise<ExecResponse> {
   const options = streamOptions(req, 'exec');
   if (req.cmd.length === 0) throw new RuntimeError('InvalidArgument', 'cmd must not be empty');
   const container = ctx.containers.mustFind(req.container_id);
@@ -31,7 +31,7 @@ export function exec(ctx: RuntimeContext, req: ExecRequest__Output): ExecRespons
   }
   const id = container.id;
   const cmd = [...req.cmd];
-  return { url: ctx.streaming.register({ kind: 'exec', options, start: (session) => runExecSession(ctx, id, cmd, session) }) };
+  return { url: await ctx.streaming.register({ kind: 'exec', options, start: (session) => runExecSession(ctx, id, cmd, session) }) };
 }
 
 export const containerExecRpcs = { Exec: exec } satisfies RpcHandlers;

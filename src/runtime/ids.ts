@@ -8,12 +8,14 @@ const POOL_BYTES = 4096;
  * loop, three times a GMSA pod. One per runtime: its pool is the runtime's own.
  */
 export class RandomSource {
-  private readonly pool = Buffer.allocUnsafeSlow(POOL_BYTES);
+  /** Allocated at the first draw: a runtime that makes no id holds none. */
+  private pool: Buffer | undefined;
   private used = POOL_BYTES;
 
   /** `bytes` random bytes (1 to 4096) as lowercase hex, from the pool. */
   hex(bytes: number): string {
     if (!Number.isInteger(bytes) || bytes < 1 || bytes > POOL_BYTES) throw new RangeError(`random byte count must be an integer from 1 to ${POOL_BYTES}, not ${bytes}`);
+    this.pool ??= Buffer.allocUnsafeSlow(POOL_BYTES);
     if (this.used + bytes > POOL_BYTES) {
       randomFillSync(this.pool);
       this.used = 0;

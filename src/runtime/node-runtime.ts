@@ -22,6 +22,7 @@ import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-p
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
 import { StreamingServer, parseStreamingAddress } from './streaming/streaming-server.js';
+import { StreamingOnFirstUse, type RuntimeStreaming } from './streaming/streaming-on-first-use.js';
 import { registerBuiltinCommands } from '../emulator/builtin-commands.js';
 import { CommandRegistry } from '../emulator/command-registry.js';
 import { rpcServerClass, type AnyRpcHandler } from './rpc.js';
@@ -68,7 +69,10 @@ export interface NodeRuntimeOptions {
   clock?: Clock;
   /** Commands the emulator knows; default: a registry of this runtime's own. The built-in commands are added to it. */
   commands?: CommandRegistry;
-  /** The built-in catalogue (tests may give a smaller one). */
+  /**
+   * The built-in catalogue (tests may give a smaller one). Immutable once built, so the runtimes
+   * of one process may share one (node mode does); default: a catalogue of this runtime's own.
+   */
   registry?: SimulatedRegistry;
   /** `--images FILE` and `--unknown-images` (docs/images.md); the node file's `images:` section adds to them. */
   images?: { file?: string | undefined; unknownImages?: string | undefined };
@@ -89,6 +93,12 @@ export interface NodeRuntimeOptions {
   podCidr?: string;
   /** Where the streaming server listens (`host:port` on loopback; port 0: a free one). Default 127.0.0.1:0. */
   streamingAddress?: string;
+  /**
+   * Listen when the first Exec, Attach or PortForward asks for a URL instead of at open (node
+   * mode, where most nodes never stream). Default false: the server listens at open, so a taken
+   * address fails the start.
+   */
+  streamingOnFirstUse?: boolean;
   /** References pulled at open (e.g. the pause image). */
   preloadImages?: string[];
   runtimeName?: string;
@@ -223,9 +233,10 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       const windows = await WindowsRuntime.open(preparedWindows, settings.stateDir, commands, logger.child({ subsystem: 'windows' }), load, random, !durable);
       // Chosen once: the handlers see only this (ctx.flavor), with the Windows path it stages through.
       const flavor = openRuntimeFlavor(flavorChoice, windows);
-      let streaming: StreamingServer;
+      let streaming: RuntimeStreaming;
       try {
-        streaming = await StreamingServer.listen(streamingAddress, logger.child({ subsystem: 'streaming' }));
+        const streamingLogger = logger.child({ subsystem: 'streaming' });
+        streaming = options.streamingOnFirstUse === true ? new StreamingOnFirstUse(streamingAddress, streamingLogger) : await StreamingServer.listen(streamingAddress, streamingLogger);
       } catch (err) {
         db?.close();
         await windows.close();
@@ -294,6 +305,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
           sandbox_config: null,
         });
       }
+      // Records read and nothing changed since: no connection until the first change (an idle
+      // node of a thousand holds none).
+      db?.release();
       logger.info({ stateDir: settings.stateDir }, 'runtime ready');
       return runtime;
     } catch (err) {
@@ -376,7 +390,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
     }
   }
 
-  /** The streaming server's base URL (http://127.0.0.1:port). */
+  /** The streaming server's base URL (http://127.0.0.1:port); '' until it listens (`streamingOnFirstUse`). */
   get streamingUrl(): string {
     return this.ctx.streaming.url;
   }

@@ -14,7 +14,7 @@ import type { SandboxStore } from './store/sandbox-store.js';
 import type { PodIpPool } from './network/pod-ip-pool.js';
 import type { SandboxSockets } from './network/sandbox-sockets.js';
 import type { HostPorts } from './network/host-ports.js';
-import type { StreamingServer } from './streaming/streaming-server.js';
+import type { RuntimeStreaming } from './streaming/streaming-on-first-use.js';
 import type { WindowsRuntime, WindowsRuntimeOptions } from './windows/windows-runtime.js';
 
 /** Settings of a runtime instance after defaults are applied. */
@@ -65,7 +65,7 @@ export interface RuntimeContext {
   readonly commands: CommandRegistry;
   readonly network: NetworkSettings;
   /** The streaming server: Exec, Attach and PortForward URLs and their sessions. */
-  readonly streaming: StreamingServer;
+  readonly streaming: RuntimeStreaming;
   /** The Windows path: simulated node and AD, identity mode, credential spec hand-off. */
   readonly windows: WindowsRuntime;
   /**

@@ -9,7 +9,7 @@ import { SandboxState } from './store/sandbox-store.js';
 import type { PortStream } from './streaming/websocket-port-forward.js';
 
 /** PortForward: hands out a streaming URL whose streams connect to the sandbox's listeners on its pod IP. */
-export function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output): PortForwardResponse {
+export async function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output): Promise<PortForwardResponse> {
   if (req.pod_sandbox_id === '') throw new RuntimeError('InvalidArgument', 'missing required pod_sandbox_id');
   const sandbox = ctx.sandboxes.mustFind(req.pod_sandbox_id);
   if (sandbox.status.state !== SandboxState.READY) {
@@ -17,7 +17,7 @@ export function portForward(ctx: RuntimeContext, req: PortForwardRequest__Output
     throw new RuntimeError('FailedPrecondition', `sandbox container ${JSON.stringify(sandbox.id)} is not running`);
   }
   const id = sandbox.id;
-  return { url: ctx.streaming.register({ kind: 'portforward', ports: [...req.port], forward: (port, data, error) => forwardPort(ctx, id, port, data, error) }) };
+  return { url: await ctx.streaming.register({ kind: 'portforward', ports: [...req.port], forward: (port, data, error) => forwardPort(ctx, id, port, data, error) }) };
 }
 
 /**

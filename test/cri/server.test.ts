@@ -82,6 +82,25 @@ describe('CRI gRPC server (edge behaviour, fake runtime)', () => {
       expect((await stat(join(dir, 'run'))).isDirectory()).to.equal(true);
     });
 
+    it('makes its gRPC server on the first connection, and closes without one', async () => {
+      await server.listen(endpoint);
+      expect(server.serving).to.equal(false);
+      const cri = createCriClient(endpoint);
+      client = cri;
+      expect((await unaryCall(cri.runtime, 'Version', {})).runtime_name).to.equal('fake');
+      expect(server.serving).to.equal(true);
+      cri.close();
+      client = undefined;
+      await server.close();
+      expect(existsSync(socketPath)).to.equal(false);
+      // Never connected to: close removes the socket all the same.
+      server = new CriServer({ runtime });
+      await server.listen(endpoint);
+      await server.close();
+      expect(server.serving).to.equal(false);
+      expect(existsSync(socketPath)).to.equal(false);
+    });
+
     it('replaces a stale socket file nobody answers on', async () => {
       await server.listen(endpoint);
       await server.close();

@@ -2,7 +2,7 @@
 // RPC is committed (a second connection sees it), the changes of one turn are one transaction,
 // and a reopened runtime has the records back, bigints and all.
 import { expect } from 'chai';
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { silentLogger } from '../../src/log.js';
@@ -204,6 +204,68 @@ describe('runtime: durable metadata store', () => {
       expect(db.rows('sandbox').map((r) => r.id)).to.deep.equal(['s1', 's2']);
     } finally {
       db.close();
+    }
+  });
+
+  it('a released store holds no connection, opens one for the next change and commits it', async () => {
+    const db = MetadataDb.open(dir(), silentLogger());
+    try {
+      db.changed('sandbox', 's1', () => '{}');
+      // Not while a change waits for its commit.
+      db.release();
+      expect(db.connected).to.equal(true);
+      await db.committed();
+      db.release();
+      expect(db.connected).to.equal(false);
+      db.changed('sandbox', 's2', () => '{}');
+      await db.committed();
+      expect(db.connected).to.equal(true);
+      expect(rows('sandbox')).to.deep.equal(['s1', 's2']);
+      db.release();
+      expect(db.rows('sandbox').map((r) => r.id)).to.deep.equal(['s1', 's2']);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a symlink planted as the database while the store is released fails the next commit, which is kept', async () => {
+    const db = MetadataDb.open(dir(), silentLogger());
+    try {
+      db.release();
+      const file = join(dir(), 'metadata.db');
+      const moved = join(dir(), 'moved.db');
+      // The real file moved away and a link put in its place.
+      new Database(file).close();
+      writeFileSync(join(dir(), 'elsewhere'), '');
+      renameSync(file, moved);
+      symlinkSync(join(dir(), 'elsewhere'), file);
+      db.changed('container', 'c1', () => '{}');
+      const failed = await db.committed()!.then(() => 'committed', (err: Error) => err.message);
+      expect(failed).to.contain('metadata.db is a symlink');
+      unlinkSync(file);
+      renameSync(moved, file);
+      db.changed('image', 'i1', () => '{}');
+      await db.committed();
+      expect(rows('container')).to.deep.equal(['c1']);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a durable runtime releases its connection once it has read its records', async () => {
+    const first = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    await pull(first, BUSYBOX);
+    await first.close();
+    // A second connection may write while the runtime holds none; an open one would keep the
+    // WAL file in place.
+    const runtime = await NodeRuntime.open({ stateDir: dir(), pullDelayMs: 0, durable: true });
+    try {
+      expect(existsSync(join(dir(), 'metadata.db-wal'))).to.equal(false);
+      const sb = await runSandbox(runtime);
+      expect(existsSync(join(dir(), 'metadata.db-wal'))).to.equal(true);
+      expect(rows('sandbox')).to.deep.equal([sb.id]);
+    } finally {
+      await runtime.close();
     }
   });
 

@@ -24,8 +24,20 @@ export class AuthFilter {
   private readonly authenticator: KubeletAuthenticator;
   private readonly authorizer: Authorizer;
 
+  /**
+   * Throws the kubelet's start-up error when the options cannot authenticate or authorize (what
+   * the constructor throws, without making the API clients: a server makes its filter on its
+   * first connection).
+   */
+  static check(options: AuthOptions): void {
+    if (!options.clientCertificates && options.kubeConfig === undefined && !options.anonymousAuth) throw new Error('no authentication method configured');
+    if (options.authorizationMode === 'Webhook' && options.kubeConfig === undefined) throw new Error('no client provided, cannot use webhook authorization');
+    if (options.authorizationMode !== 'Webhook' && options.authorizationMode !== 'AlwaysAllow') throw new Error(`unknown authorization mode ${String(options.authorizationMode)}`);
+  }
+
   /** Throws the kubelet's start-up error when the options cannot authenticate or authorize. */
   constructor(options: AuthOptions, private readonly nodeName: string, private readonly log: Logger) {
+    AuthFilter.check(options);
     const authenticators: RequestAuthenticator[] = [];
     if (options.clientCertificates) authenticators.push(new ClientCertificateAuthenticator());
     if (options.kubeConfig !== undefined) {

@@ -19,7 +19,7 @@
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isIP, type AddressInfo } from 'node:net';
+import { createServer as createNetServer, isIP, type AddressInfo, type Server as NetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../cri/proto.js';
@@ -112,7 +112,8 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
   }
   const log = (options.logger ?? silentLogger()).child({ component: 'kubelet-server', node: options.nodeName });
   const clientCa = options.clientCaFile === undefined ? undefined : await readPemFile('--client-ca-file', options.clientCaFile, 'certificate');
-  const auth = new AuthFilter({ ...options, clientCertificates: clientCa !== undefined }, options.nodeName, log);
+  const authOptions = { ...options, clientCertificates: clientCa !== undefined };
+  AuthFilter.check(authOptions);
   let cert: string;
   let key: string;
   if (options.tlsCertFile !== undefined && options.tlsPrivateKeyFile !== undefined) {
@@ -122,96 +123,131 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
     ({ cert, key } = await selfSignedServingCertificate(options.nodeName, [address]));
   }
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
-  const ctx: RouteContext = {
-    nodeName: options.nodeName,
-    cri: options.cri,
-    callTimeoutMs,
-    runtimePods: new RuntimePods(options.cri, callTimeoutMs),
-    metrics: new KubeletServerMetrics(options.nodeName, options.cri, callTimeoutMs),
-    log,
-    nodeStartTime: options.nodeStartTime ?? new Date(),
-    ...(options.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: options.memoryCapacityBytes } : {}),
-    pods: () => options.pods(),
-    ...(options.podRecord === undefined ? {} : { podRecord: (namespace: string, name: string) => options.podRecord!(namespace, name) }),
-    syncLoopHealth: () => options.syncLoopHealth?.(),
-    runtimeName: runtimeNameOf(options.cri, callTimeoutMs),
+  const nodeStartTime = options.nodeStartTime ?? new Date();
+  // What serves a connection, made on the first one: a node of a thousand nobody connects to
+  // holds its listening socket and its certificate only.
+  const serving = (): Serving => {
+    const ctx: RouteContext = {
+      nodeName: options.nodeName,
+      cri: options.cri,
+      callTimeoutMs,
+      runtimePods: new RuntimePods(options.cri, callTimeoutMs),
+      metrics: new KubeletServerMetrics(options.nodeName, options.cri, callTimeoutMs),
+      log,
+      nodeStartTime,
+      ...(options.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: options.memoryCapacityBytes } : {}),
+      pods: () => options.pods(),
+      ...(options.podRecord === undefined ? {} : { podRecord: (namespace: string, name: string) => options.podRecord!(namespace, name) }),
+      syncLoopHealth: () => options.syncLoopHealth?.(),
+      runtimeName: runtimeNameOf(options.cri, callTimeoutMs),
+    };
+    const server = createServer({
+      cert,
+      key,
+      ...(clientCa !== undefined ? { ca: clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+    });
+    return { ctx, auth: new AuthFilter(authOptions, options.nodeName, log), server };
   };
-  const server = new HttpsKubeletServer(ctx, auth, createServer({
-    cert,
-    key,
-    ...(clientCa !== undefined ? { ca: clientCa, requestCert: true, rejectUnauthorized: false } : {}),
-  }));
-  return server.listen(address, port);
+  return new HttpsKubeletServer(log, serving).listen(address, port);
 }
 
-/** The server object: its listener, the upgraded connections it must end on close, and dispatch. */
+interface Serving {
+  readonly ctx: RouteContext;
+  readonly auth: AuthFilter;
+  readonly server: Server;
+}
+
+/**
+ * The server object: its listener, the HTTPS server its connections are handed to (made on the
+ * first), the upgraded connections it must end on close, and dispatch.
+ */
 class HttpsKubeletServer implements KubeletServer {
   address = '';
   port = 0;
   private readonly upgraded = new Set<Duplex>();
+  private readonly listener: NetServer;
+  private serving: Serving | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly ctx: RouteContext, private readonly auth: AuthFilter, private readonly server: Server) {
+  constructor(private readonly log: Logger, private readonly makeServing: () => Serving) {
+    this.listener = createNetServer((socket) => this.https().emit('connection', socket));
+  }
+
+  /** The HTTPS server behind the listener, made on the first connection. */
+  private https(): Server {
+    if (this.serving !== undefined) return this.serving.server;
+    const serving = this.makeServing();
+    const { server, ctx } = serving;
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      void this.handle(req, res);
+      void this.handle(serving, req, res);
     });
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       socket.on('error', () => socket.destroy());
       this.upgraded.add(socket);
       socket.on('close', () => this.upgraded.delete(socket));
-      void this.handle(req, responseOnSocket(req, socket), { socket, head });
+      void this.handle(serving, req, responseOnSocket(req, socket), { socket, head });
     });
     server.on('tlsClientError', (err) => ctx.log.debug({ err }, 'TLS handshake failed'));
     // http.Server in the kubelet: 4 h read/write timeouts for long-running requests.
     server.requestTimeout = 0;
     server.headersTimeout = 60_000;
+    // The HTTPS server never listens itself (the listener hands it connections): 'listening' is
+    // what starts its tracking of connections, for the headers timeout and closeAllConnections.
+    server.emit('listening');
+    this.serving = serving;
+    return server;
   }
 
   async listen(address: string, port: number): Promise<this> {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error): void => reject(new Error(`kubelet server: cannot listen on ${address}:${port}: ${err.message}`));
-      this.server.once('error', onError);
-      this.server.listen(port, address, () => {
-        this.server.off('error', onError);
+      this.listener.once('error', onError);
+      this.listener.listen(port, address, () => {
+        this.listener.off('error', onError);
         resolve();
       });
     });
-    const bound = this.server.address() as AddressInfo;
+    const bound = this.listener.address() as AddressInfo;
     this.address = bound.address;
     this.port = bound.port;
-    this.ctx.log.info({ address: bound.address, port: bound.port }, 'Starting to listen');
+    this.log.info({ address: bound.address, port: bound.port }, 'Starting to listen');
     return this;
   }
 
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
+      this.listener.close(() => resolve());
+      const server = this.serving?.server;
+      if (server !== undefined) {
+        // Not listening itself: close() stops its connection tracking and idle connections.
+        server.close(() => undefined);
+        server.closeAllConnections();
+      }
       for (const socket of this.upgraded) socket.destroy();
     });
     return this.closing;
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse, upgrade?: { socket: Duplex; head: Buffer }): Promise<void> {
+  private async handle({ ctx, auth }: Serving, req: IncomingMessage, res: ServerResponse, upgrade?: { socket: Duplex; head: Buffer }): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'https://kubelet');
     } catch {
       return text(res, 400, 'malformed request URL');
     }
-    const end = this.ctx.metrics.begin(req.method, url.pathname);
+    const end = ctx.metrics.begin(req.method, url.pathname);
     try {
-      if (!(await this.auth.admit(req, res, url.pathname))) return;
-      await this.route(req, res, upgrade, url);
+      if (!(await auth.admit(req, res, url.pathname))) return;
+      await this.route(ctx, req, res, upgrade, url);
     } catch (err) {
-      this.ctx.log.error({ err, path: url.pathname }, 'request failed');
+      ctx.log.error({ err, path: url.pathname }, 'request failed');
       text(res, 500, grpcErrorString(err));
     } finally {
       end();
     }
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, upgrade: { socket: Duplex; head: Buffer } | undefined, url: URL): Promise<void> {
+  private async route(ctx: RouteContext, req: IncomingMessage, res: ServerResponse, upgrade: { socket: Duplex; head: Buffer } | undefined, url: URL): Promise<void> {
     const parts = segments(url.pathname);
     if (parts === undefined) return text(res, 400, 'malformed path');
     const [root = '', ...rest] = parts;
@@ -219,6 +255,6 @@ class HttpsKubeletServer implements KubeletServer {
     if (route === undefined || !route.matches(rest)) return text(res, 404, '404 page not found\n');
     const method = req.method ?? 'GET';
     if (route.methods !== undefined && !route.methods.includes(method)) return text(res, 405, '405: Method Not Allowed');
-    await route.handle(this.ctx, { req, res, method, rest, query: url.searchParams, upgrade });
+    await route.handle(ctx, { req, res, method, rest, query: url.searchParams, upgrade });
   }
 }

@@ -32,39 +32,21 @@ interface Pending {
  * is written once, as it is then. An RPC does not answer before its changes are committed
  * (`committed()`), so an answered change survives a SIGKILL of the runtime; with
  * `synchronous=NORMAL` a committed transaction can be lost on power loss (never corrupted).
+ *
+ * The connection is opened at open() and, once the runtime has read its records, may be
+ * released (release()) until the next change: a runtime that changes nothing holds no connection.
  */
 export class MetadataDb {
   private readonly pending = new Map<string, Pending>();
   private flushPromise: Promise<void> | undefined;
   private closed = false;
-  private readonly put: Database.Statement<[string, string, string]>;
-  private readonly del: Database.Statement<[string, string]>;
-  private readonly writeBatch: (batch: Pending[]) => void;
+  /** The open connection; none while released (reopened by the next read or commit). */
+  private connection: Connection | undefined;
 
   private constructor(
-    private readonly db: Database.Database,
+    private readonly path: string,
     private readonly logger: Logger,
-  ) {
-    this.put = db.prepare('INSERT INTO records (kind, id, data) VALUES (?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data');
-    this.del = db.prepare('DELETE FROM records WHERE kind = ? AND id = ?');
-    this.writeBatch = db.transaction((batch: Pending[]) => {
-      for (const p of batch) {
-        if (p.encode === undefined) {
-          this.del.run(p.kind, p.id);
-          continue;
-        }
-        let data: string;
-        try {
-          data = p.encode();
-        } catch (err) {
-          // A record that cannot be encoded keeps its last stored state; the others go on.
-          this.logger.error({ err, kind: p.kind, id: p.id }, 'could not encode a record for the metadata store');
-          continue;
-        }
-        this.put.run(p.kind, p.id, data);
-      }
-    });
-  }
+  ) {}
 
   /**
    * Opens (creating) the database in `stateDir`, which must be a real directory, not a symlink;
@@ -76,20 +58,49 @@ export class MetadataDb {
     const dir = lstatSync(stateDir);
     if (!dir.isDirectory()) throw new Error(`state directory ${stateDir} is not a directory (a symlink is refused)`);
     if ((dir.mode & 0o077) !== 0) chmodSync(stateDir, 0o700);
-    const path = join(stateDir, METADATA_DB_FILE);
+    const store = new MetadataDb(join(stateDir, METADATA_DB_FILE), logger);
+    store.connect();
+    return store;
+  }
+
+  /**
+   * Closes the connection while nothing waits to be committed: an idle runtime holds no SQLite
+   * connection (its page cache and buffers). The next read or change opens it again, with the
+   * checks of open(); what is committed stays committed.
+   */
+  release(): void {
+    if (this.closed || this.pending.size > 0 || this.flushPromise !== undefined) return;
+    this.connection?.db.close();
+    this.connection = undefined;
+  }
+
+  /** Whether a connection is open now (tests; released stores hold none). */
+  get connected(): boolean {
+    return this.connection !== undefined;
+  }
+
+  private connect(): Connection {
+    if (this.connection !== undefined) return this.connection;
+    const path = this.path;
     for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) refuseSymlink(file);
     // Created here with O_NOFOLLOW and 0600, so SQLite opens a regular file of ours.
     closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
     const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.exec('CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID');
-    return new MetadataDb(db, logger);
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.exec('CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID');
+      this.connection = new Connection(db, this.logger);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return this.connection;
   }
 
   /** Every stored row, in kind order (images, sandboxes, containers, meta are read by kind). */
   rows(kind: RecordKind): StoredRow[] {
-    return this.db.prepare('SELECT kind, id, data FROM records WHERE kind = ? ORDER BY id').all(kind) as StoredRow[];
+    return this.connect().db.prepare('SELECT kind, id, data FROM records WHERE kind = ? ORDER BY id').all(kind) as StoredRow[];
   }
 
   /** The record changed: it is encoded and written with the others of this turn. */
@@ -120,7 +131,8 @@ export class MetadataDb {
     if (this.closed) return;
     this.flush();
     this.closed = true;
-    this.db.close();
+    this.connection?.db.close();
+    this.connection = undefined;
   }
 
   private queue(p: Pending): void {
@@ -147,10 +159,10 @@ export class MetadataDb {
     const batch = [...this.pending.values()];
     this.pending.clear();
     try {
-      this.writeBatch(batch);
+      this.connect().writeBatch(batch);
       return undefined;
     } catch (err) {
-      // A full disk, an I/O error: the transaction rolled back; the records stay dirty and go
+      // A full disk, an I/O error, a database that cannot be opened again: the transaction rolled back; the records stay dirty and go
       // with the next commit, and the RPCs waiting for this one fail (committed() rejects).
       this.logger.error({ err, records: batch.length }, 'metadata store commit failed');
       for (const p of batch) {
@@ -159,6 +171,36 @@ export class MetadataDb {
       }
       return err instanceof Error ? err : new Error(String(err));
     }
+  }
+}
+
+/** An open SQLite connection and its prepared statements. */
+class Connection {
+  readonly writeBatch: (batch: Pending[]) => void;
+
+  constructor(
+    readonly db: Database.Database,
+    logger: Logger,
+  ) {
+    const put = db.prepare<[string, string, string]>('INSERT INTO records (kind, id, data) VALUES (?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data');
+    const del = db.prepare<[string, string]>('DELETE FROM records WHERE kind = ? AND id = ?');
+    this.writeBatch = db.transaction((batch: Pending[]) => {
+      for (const p of batch) {
+        if (p.encode === undefined) {
+          del.run(p.kind, p.id);
+          continue;
+        }
+        let data: string;
+        try {
+          data = p.encode();
+        } catch (err) {
+          // A record that cannot be encoded keeps its last stored state; the others go on.
+          logger.error({ err, kind: p.kind, id: p.id }, 'could not encode a record for the metadata store');
+          continue;
+        }
+        put.run(p.kind, p.id, data);
+      }
+    });
   }
 }
 

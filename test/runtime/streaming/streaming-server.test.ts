@@ -71,6 +71,26 @@ describe('runtime: streaming server', function () {
     expect(url.startsWith(fx.runtime.streamingUrl)).to.equal(true);
   });
 
+  it('with streamingOnFirstUse listens at the first Exec, and its URL serves the session', async () => {
+    const lazy = await openRuntime({ streamingOnFirstUse: true });
+    try {
+      await pull(lazy.runtime, BUSYBOX);
+      const sb = await runSandbox(lazy.runtime);
+      const id = await createContainer(lazy.runtime, sb, { command: ['sleep', '3600'] });
+      await lazy.runtime.startContainer({ container_id: id });
+      expect(lazy.runtime.streamingUrl).to.equal('');
+      const { url } = await lazy.runtime.exec({ container_id: id, cmd: ['echo', 'hi'], stdin: false, stdout: true, stderr: false, tty: false });
+      expect(url).to.match(/^http:\/\/127\.0\.0\.1:\d+\/exec\/[A-Za-z0-9_-]{8}$/);
+      expect(url!.startsWith(lazy.runtime.streamingUrl)).to.equal(true);
+      expect(await wsExec(url!)).to.deep.equal({ stdout: 'hi\n', status: '{"metadata":{},"status":"Success"}' });
+      // The second call uses the same server.
+      const second = await lazy.runtime.exec({ container_id: id, cmd: ['true'], stdin: false, stdout: true, stderr: false, tty: false });
+      expect(second.url!.startsWith(lazy.runtime.streamingUrl)).to.equal(true);
+    } finally {
+      await lazy.close();
+    }
+  });
+
   it('checks requests with the kubelet streaming server\'s texts (server.go, v0.34)', async () => {
     const call = (over: object) => fx.runtime.exec({ container_id: container, cmd: ['true'], stdin: false, stdout: true, stderr: false, tty: false, ...over });
     expect((await rejection(call({ container_id: '' }))).message).to.equal('missing required container_id');
