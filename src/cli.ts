@@ -2,29 +2,40 @@
 // The build writes the node flags (src/tuning/node-flags.ts) into the line above: scripts/finish-build.mjs.
 import { Command, CommanderError } from 'commander';
 import { followLauncher } from './launcher-link.js';
-import { runtimeCommand } from './commands/runtime.js';
-import { kubeletCommand } from './commands/kubelet.js';
-import { demoCommand } from './commands/demo.js';
-import { completionCommand } from './commands/completion.js';
 import { EXIT_FAILED, EXIT_USAGE, ExitStatusError, UsageError, errorDetails } from './commands/cli-errors.js';
 import { withExamples } from './commands/help-examples.js';
 import { DETAIL_VERBOSITY, verbosity } from './commands/log-flags.js';
-import { nodeCommand } from './commands/node.js';
-import { adCommand } from './commands/ad.js';
-import { explainCommand } from './commands/explain.js';
 
-/** The command tree; `cri-winsim completion` reads it to know every command and flag. */
-function buildProgram(): Command {
+/**
+ * The commands, in the order of the help, each behind the import of its module. A module brings
+ * what its command's flags and actions need (the runtime, the kubelet, the API client, gRPC), and
+ * loading every one cost each process about a second of CPU before it did anything; so a command
+ * line that names a command loads that command's module only. Nothing else of the tree takes part
+ * in running it: the root has no flags but --help and --version, and commander dispatches on the
+ * first word. `--version` needs none of them; the root's help, `help`, an unknown command and
+ * `completion` load them all.
+ */
+const COMMANDS: readonly (readonly [string, () => Promise<Command>])[] = [
+  ['runtime', async () => (await import('./commands/runtime.js')).runtimeCommand()],
+  ['kubelet', async () => (await import('./commands/kubelet.js')).kubeletCommand()],
+  ['demo', async () => (await import('./commands/demo.js')).demoCommand()],
+  ['node', async () => (await import('./commands/node.js')).nodeCommand()],
+  ['ad', async () => (await import('./commands/ad.js')).adCommand()],
+  ['explain', async () => (await import('./commands/explain.js')).explainCommand()],
+  ['completion', async () => (await import('./commands/completion.js')).completionCommand(() => buildProgram())],
+];
+
+/**
+ * The command tree; `cri-winsim completion` reads it to know every command and flag. With `only`,
+ * the tree has those commands alone.
+ */
+async function buildProgram(only?: readonly string[]): Promise<Command> {
   const program = new Command('cri-winsim')
     .description('A simulated Windows Kubernetes node: CRI runtime, GMSA and RunAsUserName, fake kubelet.')
     .version('0.1.0');
-  program.addCommand(runtimeCommand());
-  program.addCommand(kubeletCommand());
-  program.addCommand(demoCommand());
-  program.addCommand(nodeCommand());
-  program.addCommand(adCommand());
-  program.addCommand(explainCommand());
-  program.addCommand(completionCommand(buildProgram));
+  for (const [name, load] of COMMANDS) {
+    if (only === undefined || only.includes(name)) program.addCommand(await load());
+  }
   withExamples(program, [
     ['Run the bundled demo (a runtime, the kubelet, the example pods, a result table)', 'cri-winsim demo'],
     ['Serve CRI on a socket, then run a pod on it', 'cri-winsim runtime --listen unix:///tmp/cri.sock --state-dir /tmp/winsim &\n  cri-winsim kubelet run examples/pods/gmsa-pod-level.yaml --cluster examples/cluster --container-runtime-endpoint unix:///tmp/cri.sock'],
@@ -38,8 +49,14 @@ function buildProgram(): Command {
   return program;
 }
 
+/** The commands a command line whose first word is `first` can run (undefined: every one). */
+function commandsToLoad(first: string | undefined): readonly string[] | undefined {
+  if (first === '--version' || first === '-V') return [];
+  return COMMANDS.some(([name]) => name === first) ? [first!] : undefined;
+}
+
 async function main(): Promise<void> {
-  const program = buildProgram();
+  const program = await buildProgram(commandsToLoad(process.argv[2]));
   let action: Command | undefined;
   program.hook('preAction', (_root, actionCommand) => {
     action = actionCommand;

@@ -10,7 +10,7 @@
  * A `kubelet` container that shares the runtime's socket reports its runtime's health.
  */
 import { createCriClient, unaryCall } from './cri/proto.js';
-import { DEFAULT_ENDPOINT } from './commands/runtime.js';
+import { DEFAULT_ENDPOINT } from './commands/runtime-defaults.js';
 
 /** Below Docker's timeout (the image sets 5 s): a hung runtime fails the check itself. */
 const CALL_TIMEOUT_MS = 3000;

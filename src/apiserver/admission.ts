@@ -29,6 +29,7 @@ import { authorize, serviceAccountUser, type UserInfo } from './rbac.js';
 import { defaultPodValidationOptions, validatePod, type PodValidationOptions } from './validation.js';
 import { goJsonParse } from './go-json-errors.js';
 import { admitRuntimeClass } from './runtime-class-admission.js';
+import { defaultGmsaDesign, gmsaWebhookName, type GmsaDesign } from './gmsa-designs.js';
 
 /** A refused admission: the HTTP status code the API server answers with and the message. */
 export class AdmissionError extends Error {
@@ -58,12 +59,7 @@ export function invalidPodError(name: string, fields: readonly FieldError[]): Ad
   return new AdmissionError(http.unprocessable, `Pod ${JSON.stringify(name)} is invalid: ${aggregate}`, 'validation', fields);
 }
 
-/** The GMSA designs a user picks by name; `webhook` is what shipped. */
-export type GmsaDesign = 'webhook' | 'kep-configmap' | 'alpha-1.14';
-export const gmsaDesigns: readonly GmsaDesign[] = ['webhook', 'kep-configmap', 'alpha-1.14'];
-export const defaultGmsaDesign: GmsaDesign = 'webhook';
-
-export const gmsaWebhookName = 'admission-webhook.windows-gmsa.sigs.k8s.io';
+export { defaultGmsaDesign, gmsaDesigns, gmsaWebhookName, type GmsaDesign } from './gmsa-designs.js';
 
 /** How kubectl shows a refusal: `admission webhook "…" denied the request: …` for the webhook. */
 export function describeRejection(err: AdmissionError): string {

@@ -6,9 +6,11 @@
  *
  * The types are @kubernetes/client-node's models (generated from the API's OpenAPI document): each
  * carries an `attributeTypeMap` of its JSON field names and types, the same field set the API
- * server's Go types have.
+ * server's Go types have. They come from the package's table of models alone, not its index: the
+ * index loads the whole client (HTTP, auth, watch, exec, ...), which no command here decodes with,
+ * and every cri-winsim process that admits a manifest paid for it at start-up.
  */
-import * as models from '@kubernetes/client-node';
+import * as models from '@kubernetes/client-node/dist/gen/models/all.js';
 
 /** The API server's fieldValidation values (kubectl: strict, warn, ignore). */
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';

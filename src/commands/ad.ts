@@ -13,7 +13,7 @@ import { parseUserYaml, readUserFile } from '../runtime/validation/user-file.js'
 import { integerFlag, positiveDurationFlag, runtimeCallFailedText, unreachableRuntimeText, UsageError } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
 import { withExamples } from './help-examples.js';
-import { DEFAULT_ENDPOINT } from './runtime.js';
+import { DEFAULT_ENDPOINT } from './runtime-defaults.js';
 
 interface ConnectionFlags {
   runtimeEndpoint: string;

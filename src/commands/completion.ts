@@ -107,12 +107,13 @@ export function completionScript(root: Command, shell: string): string {
   throw new UsageError(`Unsupported shell type ${JSON.stringify(shell)}.`);
 }
 
-export function completionCommand(root: () => Command): Command {
+/** `root` builds the whole command tree (src/cli.ts loads each command's module when asked). */
+export function completionCommand(root: () => Promise<Command>): Command {
   const command = new Command('completion')
     .description('Print the shell completion code for bash or zsh')
     .argument('<shell>', 'bash or zsh')
-    .action((shell: string) => {
-      process.stdout.write(completionScript(root(), shell));
+    .action(async (shell: string) => {
+      process.stdout.write(completionScript(await root(), shell));
     });
   return withExamples(command, [
     ['Load completion into the current bash shell', 'source <(cri-winsim completion bash)'],

@@ -4,17 +4,16 @@
  * `--root-dir`, `--pod-manifest-path`), and the names this command had before kept for one
  * release as hidden aliases that print pflag's deprecation line
  * (`Flag --runtime-endpoint has been deprecated, use --container-runtime-endpoint instead`).
+ * What the cluster flags name is read in kubelet-cluster.ts, which loads the API objects' code.
  */
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { unixSocketPath } from '../cri/endpoint.js';
-import { defaultGmsaDesign, defaultRequestingUser, gmsaDesigns, type GmsaDesign } from '../apiserver/admission.js';
-import { DirectoryClusterSource, KubeconfigClusterSource, type ClusterSource } from '../apiserver/cluster.js';
-import { requestingUser, type UserInfo } from '../apiserver/rbac.js';
+import { defaultGmsaDesign, gmsaDesigns, type GmsaDesign } from '../apiserver/gmsa-designs.js';
 import { UsageError, durationFlag, invalidFlagValue, positiveDurationFlag } from './cli-errors.js';
 import { durationMs } from './go-duration.js';
 import { addLogFlags, logSettings, type LogFlagValues, type LogSettings } from './log-flags.js';
-import { DEFAULT_ENDPOINT } from './runtime.js';
+import { DEFAULT_ENDPOINT } from './runtime-defaults.js';
 
 /** The kubelet's default --runtime-request-timeout (pkg/kubelet/apis/config/v1beta1/defaults.go). */
 export const DEFAULT_RUNTIME_REQUEST_TIMEOUT = '2m0s';
@@ -147,7 +146,7 @@ function requestTimeout(flag: string, value: string): bigint {
   return positiveDurationFlag(flag, value);
 }
 
-interface RawClusterFlags {
+export interface RawClusterFlags {
   gmsaDesign: GmsaDesign;
   randomHostname?: boolean;
   cluster?: string;
@@ -155,14 +154,6 @@ interface RawClusterFlags {
   context?: string;
   as?: string;
   asGroup: string[];
-}
-
-export function clusterSource(command: Command): ClusterSource {
-  const options = command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>();
-  if (options.cluster !== undefined && options.kubeconfig !== undefined) throw new UsageError('--cluster and --kubeconfig are mutually exclusive');
-  if (options.kubeconfig !== undefined) return new KubeconfigClusterSource(resolve(options.kubeconfig), options.context);
-  if (options.cluster !== undefined) return new DirectoryClusterSource(resolve(options.cluster));
-  throw new UsageError('the cluster objects are needed for admission: give --cluster DIR or --kubeconfig FILE');
 }
 
 /** --gmsa-design: the GMSA design admission runs. */
@@ -184,15 +175,5 @@ export function randomHostname(command: Command, env: NodeJS.ProcessEnv = proces
   const parsed = goBools[value];
   if (parsed === undefined) throw new UsageError(`unable to parse environment variable RANDOM_HOSTNAME with value ${value} to bool`);
   return parsed;
-}
-
-/** kubectl's impersonation: --as-group without --as is refused, as kubectl refuses it. */
-export function requestUser(command: Command): UserInfo {
-  const options = command.optsWithGlobals<RawClusterFlags & Record<string, unknown>>();
-  if (options.as === undefined) {
-    if (options.asGroup.length > 0) throw new UsageError('requesting groups or user-extra for test without impersonating a user');
-    return defaultRequestingUser;
-  }
-  return requestingUser(options.as, options.asGroup);
 }
 

@@ -8,7 +8,10 @@
  */
 import { Command } from 'commander';
 import type { CriClient } from '../cri/proto.js';
-import { attachToPod, execInPod, parsePortMapping, portForwardPod, type PodRef } from '../kubelet/pod-streaming.js';
+import type { PodRef } from '../kubelet/pod-streaming.js';
+
+// The streaming client (../kubelet/pod-streaming.js) is loaded by the action that streams.
+const streaming = () => import('../kubelet/pod-streaming.js');
 
 export interface StreamingCommandHooks<O> {
   /** Connects to the runtime named by the kubelet's options. */
@@ -64,6 +67,7 @@ export function kubeletStreamingCommands<O>(hooks: StreamingCommandHooks<O>): Co
     .option('-t, --tty', 'stdin is a TTY')
     .action(async (pod: string, cmd: string[], _o: unknown, command: Command) => {
       const options = hooks.options(command);
+      const { execInPod } = await streaming();
       await withClient(hooks, options, (cri) => withTerminal(options.tty === true, () =>
         execInPod(cri, podRef(pod, options), cmd, { stdin: options.stdin === true, tty: options.tty === true }, {
           ...(options.stdin === true ? { stdin: process.stdin } : {}),
@@ -81,6 +85,7 @@ export function kubeletStreamingCommands<O>(hooks: StreamingCommandHooks<O>): Co
     .option('-t, --tty', 'stdin is a TTY')
     .action(async (pod: string, _o: unknown, command: Command) => {
       const options = hooks.options(command);
+      const { attachToPod } = await streaming();
       await withClient(hooks, options, (cri) => withTerminal(options.tty === true, () =>
         attachToPod(cri, podRef(pod, options), { stdin: options.stdin === true, tty: options.tty === true }, {
           ...(options.stdin === true ? { stdin: process.stdin } : {}),
@@ -96,6 +101,7 @@ export function kubeletStreamingCommands<O>(hooks: StreamingCommandHooks<O>): Co
     .option('-n, --namespace <namespace>', 'namespace of the pod', 'default')
     .action(async (pod: string, ports: string[], _o: unknown, command: Command) => {
       const options = hooks.options(command);
+      const { parsePortMapping, portForwardPod } = await streaming();
       await withClient(hooks, options, async (cri) => {
         const session = await portForwardPod(cri, podRef(pod, options), ports.map(parsePortMapping), { stdout: process.stdout, stderr: process.stderr }, { callTimeoutMs: hooks.callTimeoutMs(options) });
         await new Promise<void>((resolve) => {

@@ -11,7 +11,8 @@ import { formatPodTable } from '../kubectl/pod-printers.js';
 import { PodRecordStore } from '../kubelet/pod-records.js';
 import { StaticPodSyncLoop, type SyncReport } from '../kubelet/static-pods.js';
 import { UsageError } from './cli-errors.js';
-import { clusterSource, gmsaDesign, nodeSettings, requestUser } from './kubelet-flags.js';
+import { gmsaDesign, nodeSettings } from './kubelet-flags.js';
+import { clusterSource, requestUser } from './kubelet-cluster.js';
 import { withRuntime } from './kubelet-runtime.js';
 import { commandGcOptions, standaloneNodeOf } from './gc-flags.js';
 

@@ -14,9 +14,9 @@ import { untilSignal } from './shutdown-signal.js';
 import { assertStateDirFree } from '../runtime/state-dir-lock.js';
 import { leaseRuntimePodRange, rememberPodRange, type LeasedPodRange } from './pod-ranges.js';
 import { addCallConditionFlags, callConditionOptions, type CallConditionFlags } from './call-condition-flags.js';
+import { DEFAULT_ENDPOINT, DEFAULT_STATE_DIR } from './runtime-defaults.js';
 
-export const DEFAULT_ENDPOINT = 'unix:///run/cri-winsim/cri.sock';
-export const DEFAULT_STATE_DIR = '/var/lib/cri-winsim';
+export { DEFAULT_ENDPOINT, DEFAULT_STATE_DIR } from './runtime-defaults.js';
 /** Logged once the socket accepts connections; scripts and tests wait for it. */
 export const READY_MESSAGE = 'cri-winsim runtime listening';
 

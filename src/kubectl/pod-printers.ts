@@ -6,7 +6,8 @@
  */
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { gmsaWebhookName, type AdmissionError } from '../apiserver/admission.js';
+import type { AdmissionError } from '../apiserver/admission.js';
+import { gmsaWebhookName } from '../apiserver/gmsa-designs.js';
 import { formatFieldError } from '../apiserver/field-errors.js';
 import type { ManifestError } from '../apiserver/manifests.js';
 import type { RecordedEvent } from '../kubelet/pod-records.js';

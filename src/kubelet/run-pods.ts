@@ -23,6 +23,7 @@ import { ImagePulls, TurnSequence, type ContainerOutcome, type PodOutcome, type 
 import type { NodeContainer } from './node-pods.js';
 import { latestAttempts } from './sync/pod-actions.js';
 import { PodSyncEngine, recordOfSync } from './sync/pod-sync.js';
+import { defaultPodWorkers, maxPodWorkers } from './pod-workers.js';
 import type { UserInfo } from '../apiserver/rbac.js';
 
 /** `durationMs`: how long the pod's pass took, admission to the end of SyncPod (reports). */
@@ -36,10 +37,8 @@ export type PodRunResult =
   | { readonly stage: 'rejected'; readonly pod: V1Pod; readonly source: ManifestSource; readonly reason: string; readonly message: string; readonly durationMs?: number }
   | { readonly stage: 'runtime'; readonly pod: V1Pod; readonly source: ManifestSource; readonly outcome: PodOutcome; readonly durationMs?: number };
 
-/** How many pods go through their pass at the same time unless told otherwise. */
-export const defaultPodWorkers = 16;
-/** More pod workers than this only queue up behind one socket. */
-export const maxPodWorkers = 256;
+// Apart from this module, so that `kubelet run --help` names them without loading it.
+export { defaultPodWorkers, maxPodWorkers } from './pod-workers.js';
 
 export interface RunPodsOptions extends Omit<PodWorkerOptions, 'configMaps' | 'runtimeClasses' | 'pullSecrets' | 'imagePulls' | 'sandboxTurn'> {
   readonly cluster: ClusterSource;
