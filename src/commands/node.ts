@@ -40,6 +40,7 @@ import { addWindowsRuntimeFlags } from './windows-runtime-flags.js';
 import { DEFAULT_OS_BUILD } from '../runtime/windows/default-node.js';
 import { assertStateDirFree } from '../runtime/state-dir-lock.js';
 import { leaseNodePodRanges, rememberPodRange } from './pod-ranges.js';
+import { openNodeProcessShares, type NodeProcessShares } from './node-process-shares.js';
 
 /** Logged once every node is registered and its pods are watched; scripts and tests wait for it. */
 import { computerName, dns1123Subdomain, nodeAddress, nodeNames, parseDuration, podCidr } from './node-names.js';
@@ -295,12 +296,14 @@ export async function startNodes(options: NodeCommandOptions, logger: Logger, on
   for (const name of names) await assertStateDirFree(join(stateDirOf(name), 'runtime'));
   const ranges = await leaseNodePodRanges(names.length, stateRoot);
   const opened: { runtime: NodeRuntime; server: CriServer; cri: CriClient }[] = [];
+  let shares: NodeProcessShares | undefined;
   const closeAll = async (): Promise<void> => {
     for (const o of opened.reverse()) {
       o.cri.close();
       await o.server.close().catch((err: unknown) => logger.error({ err }, 'closing a CRI server failed'));
       await o.runtime.close().catch((err: unknown) => logger.error({ err }, 'closing a runtime failed'));
     }
+    shares?.close();
     await ranges.lease.release();
   };
   const plans: NodePlan[] = [];
@@ -308,6 +311,7 @@ export async function startNodes(options: NodeCommandOptions, logger: Logger, on
   try {
     await mkdir(stateRoot, { recursive: true, mode: 0o700 });
     await rememberPodRange(stateRoot, ranges.lease);
+    shares = await openNodeProcessShares(stateRoot, names.length, options.ephemeral !== true, logger);
     for (const [i, identity] of identities.entries()) {
       const stateDir = stateDirOf(identity.name);
       const endpoint = `unix://${join(stateDir, 'cri.sock')}`;
@@ -332,6 +336,7 @@ export async function startNodes(options: NodeCommandOptions, logger: Logger, on
         streamingOnFirstUse: true,
         windows: { node: directory, adMode: options.adMode, runtimeFlavor: options.runtimeFlavor, credentialSpecTransport: options.credspecTransport },
         callConditions: callConditionOptions(options),
+        ...shares.forNode(identity.name),
       });
       const criLogger = runtimeLogger.child({ subsystem: 'cri' });
       const server = new CriServer({ runtime, logger: criLogger });

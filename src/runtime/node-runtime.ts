@@ -34,7 +34,7 @@ import { ContainerStore, RECORD_CONFIG_FIELDS } from './store/container-store.js
 import { ImageStore } from './store/image-store.js';
 import { SandboxStore } from './store/sandbox-store.js';
 import { WindowsRuntime, type WindowsRuntimeOptions } from './windows/windows-runtime.js';
-import { METADATA_DB_FILE, MetadataDb } from './store/metadata-db.js';
+import { METADATA_DB_FILE, MetadataDb, type MetadataFile } from './store/metadata-db.js';
 import { encodeContainer, encodeImage, encodeNetwork, encodeSandbox, NETWORK_RECORD_ID } from './store/record-codec.js';
 import { recoverState, sweepRuntimeLogDirectories } from './recovery.js';
 import type { PidLockFile } from './pid-lock-file.js';
@@ -118,6 +118,17 @@ export interface NodeRuntimeOptions {
   durable?: boolean;
   /** With `durable`: the node restarted; reloaded containers are EXITED (255, Unknown), sandboxes NOTREADY. */
   simulateReboot?: boolean;
+  /**
+   * With `durable`: keep the metadata in this database, shared with the other runtimes of the
+   * process, under `scope`, instead of a database in the state directory (node mode: one open
+   * file for a thousand nodes instead of three descriptors each).
+   */
+  sharedMetadata?: { file: MetadataFile; scope: string };
+  /**
+   * The open log files' budget, shared with the other runtimes of the process (node mode: the
+   * descriptors of a process are bounded, whatever the number of nodes). Default: one of its own.
+   */
+  logFiles?: LogFileHandles;
   /** The process tricks (src/tuning): default the measured ones. */
   tuning?: RuntimeTuning;
 }
@@ -223,7 +234,9 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
       registerBuiltinCommands(commands, imageFile);
       let hostPid = 1000;
       const listeners = new Set<(ev: ContainerEventResponse) => void>();
-      const db = durable ? MetadataDb.open(settings.stateDir, logger.child({ subsystem: 'metadata' })) : undefined;
+      const metadataLogger = logger.child({ subsystem: 'metadata' });
+      const shared = options.sharedMetadata;
+      const db = !durable ? undefined : shared === undefined ? MetadataDb.open(settings.stateDir, metadataLogger) : MetadataDb.openShared(shared.file, shared.scope, settings.stateDir, metadataLogger);
       // Leftover credential specs of an earlier instance are swept before anything serves.
       // `subsystem`, not `component`: the caller's logger may bind `component` already, and pino
       // would print the key twice.
@@ -257,7 +270,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         flavor,
         load,
         random,
-        logFiles: new LogFileHandles(undefined, load.tidyUp),
+        logFiles: options.logFiles ?? new LogFileHandles(undefined, load.tidyUp),
         onLogError: (err, path) => logger.warn({ err, logPath: path }, 'writing the container log failed'),
         onContainerExit: (container, exit) => handleContainerExit(ctx, container, exit),
         nextHostPid: () => ++hostPid,

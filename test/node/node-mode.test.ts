@@ -581,9 +581,11 @@ describe('node mode against a real control plane', function () {
     const whoami = await runCrictlExec(target, ps.containers[0].id, ['hostname']);
     expect(whoami.trim()).to.equal('on-multi-2');
 
-    // SIGKILL and a restart: each node reloads its own state dir, and multi-2 adopts its pod.
-    expect(existsSync(join(multiDir, 'multi-1', 'runtime', 'metadata.db'))).to.equal(true);
-    expect(existsSync(join(multiDir, 'multi-2', 'runtime', 'metadata.db'))).to.equal(true);
+    // SIGKILL and a restart: each node reloads its own state (its rows of the process's one
+    // metadata database, src/commands/node-process-shares.ts), and multi-2 adopts its pod.
+    expect(existsSync(join(multiDir, 'metadata.db'))).to.equal(true);
+    expect(existsSync(join(multiDir, 'multi-1', 'runtime', 'metadata.db'))).to.equal(false);
+    expect(existsSync(join(multiDir, 'multi-2', 'runtime', 'metadata.db'))).to.equal(false);
     await multi.kill();
     multi = await startNodeProcess(multiArgs);
     await until('multi-2 adopted on-multi-2', 30_000, async () => (multi.logged('adopted pod from the runtime') ? true : undefined));

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { silentLogger } from '../../src/log.js';
 import { NodeRuntime } from '../../src/runtime/node-runtime.js';
 import { ContainerState } from '../../src/runtime/store/container-store.js';
-import { MetadataDb } from '../../src/runtime/store/metadata-db.js';
+import { MetadataDb, MetadataFile } from '../../src/runtime/store/metadata-db.js';
 import { decodeJson, encodeJson } from '../../src/runtime/store/record-codec.js';
 import { tempDirPerTest } from '../support/temp-dir.js';
 import { BUSYBOX, createContainer, pull, runSandbox } from './helpers.js';
@@ -272,5 +272,59 @@ describe('runtime: durable metadata store', () => {
   it('bigints survive the encoding; a look-alike object with more keys stays an object', () => {
     const value = { t: 1_764_000_000_123_456_789n, nested: [{ n: -5n }], other: { $bigint: '1', x: 1 } };
     expect(decodeJson(encodeJson(value))).to.deep.equal(value);
+  });
+  describe('one file shared by the runtimes of a process (node mode)', () => {
+    it("keeps each scope's rows apart, under its name, and reads back only its own", async () => {
+      const file = MetadataFile.in(dir(), silentLogger());
+      const a = MetadataDb.openShared(file, 'win-1', join(dir(), 'a'), silentLogger());
+      const b = MetadataDb.openShared(file, 'win-10', join(dir(), 'b'), silentLogger());
+      try {
+        a.changed('sandbox', 's1', () => '{"a":1}');
+        b.changed('sandbox', 's1', () => '{"b":1}');
+        b.changed('sandbox', 's2', () => '{"b":2}');
+        await Promise.all([a.committed(), b.committed()]);
+        expect(a.rows('sandbox')).to.deep.equal([{ kind: 'sandbox', id: 's1', data: '{"a":1}' }]);
+        expect(b.rows('sandbox').map((r) => r.id)).to.deep.equal(['s1', 's2']);
+        a.removed('sandbox', 's1');
+        await a.committed();
+        expect(a.rows('sandbox')).to.deep.equal([]);
+        expect(b.rows('sandbox')).to.have.length(2);
+        // On disk: one table, each id under its scope.
+        const raw = new Database(join(dir(), 'metadata.db'), { readonly: true });
+        expect(raw.prepare('SELECT id FROM records ORDER BY id').all()).to.deep.equal([{ id: 'win-10/s1' }, { id: 'win-10/s2' }]);
+        raw.close();
+        // A scope's store does not close the shared file; its owner does.
+        a.close();
+        expect(file.connected).to.equal(true);
+      } finally {
+        b.close();
+        file.release();
+      }
+    });
+
+    it("moves a node's own database into the shared file, then removes it", async () => {
+      const own = MetadataDb.open(join(dir(), 'node'), silentLogger());
+      own.changed('container', 'c1', () => '{"c":1}');
+      own.changed('meta', 'network', () => '{"n":1}');
+      await own.committed();
+      own.close();
+      const file = MetadataFile.in(dir(), silentLogger());
+      const scoped = MetadataDb.openShared(file, 'win-1', join(dir(), 'node'), silentLogger());
+      try {
+        expect(scoped.rows('container')).to.deep.equal([{ kind: 'container', id: 'c1', data: '{"c":1}' }]);
+        expect(scoped.rows('meta').map((r) => r.id)).to.deep.equal(['network']);
+        expect(existsSync(join(dir(), 'node', 'metadata.db'))).to.equal(false);
+      } finally {
+        scoped.close();
+        file.release();
+      }
+    });
+
+    it('refuses an empty scope or one with a slash', () => {
+      const file = MetadataFile.in(dir(), silentLogger());
+      expect(() => MetadataDb.openShared(file, '', dir(), silentLogger())).to.throw("metadata scope \"\": expected a non-empty name without '/'");
+      expect(() => MetadataDb.openShared(file, 'a/b', dir(), silentLogger())).to.throw('metadata scope "a/b"');
+      file.release();
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { constants, lstatSync, mkdirSync, openSync, closeSync, chmodSync } from 'node:fs';
+import { constants, lstatSync, mkdirSync, openSync, closeSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../../log.js';
@@ -40,11 +40,13 @@ export class MetadataDb {
   private readonly pending = new Map<string, Pending>();
   private flushPromise: Promise<void> | undefined;
   private closed = false;
-  /** The open connection; none while released (reopened by the next read or commit). */
-  private connection: Connection | undefined;
 
   private constructor(
-    private readonly path: string,
+    private readonly file: MetadataFile,
+    /** Whether this store alone uses the file (it releases and closes it). */
+    private readonly ownsFile: boolean,
+    /** '' for a file of its own; `<scope>/` before every id in a shared file. */
+    private readonly prefix: string,
     private readonly logger: Logger,
   ) {}
 
@@ -54,63 +56,76 @@ export class MetadataDb {
    * runtime write where the link points). The directory is made mode 0700.
    */
   static open(stateDir: string, logger: Logger): MetadataDb {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    const dir = lstatSync(stateDir);
-    if (!dir.isDirectory()) throw new Error(`state directory ${stateDir} is not a directory (a symlink is refused)`);
-    if ((dir.mode & 0o077) !== 0) chmodSync(stateDir, 0o700);
-    const store = new MetadataDb(join(stateDir, METADATA_DB_FILE), logger);
-    store.connect();
+    const store = new MetadataDb(MetadataFile.in(stateDir, logger), true, '', logger);
+    store.file.connect();
+    return store;
+  }
+
+  /**
+   * The store of one runtime among several that share `file` (node mode: one database for the
+   * nodes of a process instead of one per node, each node's rows under `<scope>/`). A database
+   * an earlier version left in `stateDir` (a file of the node's own) is moved into `file` first.
+   */
+  static openShared(file: MetadataFile, scope: string, stateDir: string, logger: Logger): MetadataDb {
+    if (scope === '' || scope.includes('/')) throw new Error(`metadata scope ${JSON.stringify(scope)}: expected a non-empty name without '/'`);
+    const store = new MetadataDb(file, false, `${scope}/`, logger);
+    store.adoptOwnFile(stateDir);
     return store;
   }
 
   /**
    * Closes the connection while nothing waits to be committed: an idle runtime holds no SQLite
    * connection (its page cache and buffers). The next read or change opens it again, with the
-   * checks of open(); what is committed stays committed.
+   * checks of open(); what is committed stays committed. A shared file stays open (its owner closes it).
    */
   release(): void {
-    if (this.closed || this.pending.size > 0 || this.flushPromise !== undefined) return;
-    this.connection?.db.close();
-    this.connection = undefined;
+    if (!this.ownsFile || this.closed || this.pending.size > 0 || this.flushPromise !== undefined) return;
+    this.file.release();
   }
 
   /** Whether a connection is open now (tests; released stores hold none). */
   get connected(): boolean {
-    return this.connection !== undefined;
-  }
-
-  private connect(): Connection {
-    if (this.connection !== undefined) return this.connection;
-    const path = this.path;
-    for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) refuseSymlink(file);
-    // Created here with O_NOFOLLOW and 0600, so SQLite opens a regular file of ours.
-    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
-    const db = new Database(path);
-    try {
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.exec('CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID');
-      this.connection = new Connection(db, this.logger);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    return this.connection;
+    return this.file.connected;
   }
 
   /** Every stored row, in kind order (images, sandboxes, containers, meta are read by kind). */
   rows(kind: RecordKind): StoredRow[] {
-    return this.connect().db.prepare('SELECT kind, id, data FROM records WHERE kind = ? ORDER BY id').all(kind) as StoredRow[];
+    if (this.prefix === '') return this.file.connect().rows.all(kind) as StoredRow[];
+    // '0' follows '/': the scope's ids are exactly those in [prefix, scope + '0').
+    const rows = this.file.connect().scopedRows.all(kind, this.prefix, `${this.prefix.slice(0, -1)}0`) as StoredRow[];
+    for (const row of rows) row.id = row.id.slice(this.prefix.length);
+    return rows;
   }
 
   /** The record changed: it is encoded and written with the others of this turn. */
   changed(kind: RecordKind, id: string, encode: () => string): void {
-    this.queue({ kind, id, encode });
+    this.queue({ kind, id: this.prefix + id, encode });
   }
 
   /** The record is gone: its row is deleted with the other changes of this turn. */
   removed(kind: RecordKind, id: string): void {
-    this.queue({ kind, id, encode: undefined });
+    this.queue({ kind, id: this.prefix + id, encode: undefined });
+  }
+
+  /** Copies the rows of a database file of the runtime's own in `stateDir` into the shared file, then removes it. */
+  private adoptOwnFile(stateDir: string): void {
+    const own = join(stateDir, METADATA_DB_FILE);
+    try {
+      lstatSync(own);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    const old = new MetadataFile(own, this.logger);
+    let rows: StoredRow[];
+    try {
+      rows = old.connect().db.prepare('SELECT kind, id, data FROM records').all() as StoredRow[];
+    } finally {
+      old.release();
+    }
+    // Committed before the old file goes: a crash in between copies the same rows again next time.
+    this.file.connect().writeBatch(rows.map((r) => ({ kind: r.kind, id: this.prefix + r.id, encode: () => r.data })));
+    for (const f of [own, `${own}-wal`, `${own}-shm`]) rmSync(f, { force: true });
   }
 
   /**
@@ -131,8 +146,7 @@ export class MetadataDb {
     if (this.closed) return;
     this.flush();
     this.closed = true;
-    this.connection?.db.close();
-    this.connection = undefined;
+    if (this.ownsFile) this.file.release();
   }
 
   private queue(p: Pending): void {
@@ -159,7 +173,7 @@ export class MetadataDb {
     const batch = [...this.pending.values()];
     this.pending.clear();
     try {
-      this.connect().writeBatch(batch);
+      this.file.connect().writeBatch(batch);
       return undefined;
     } catch (err) {
       // A full disk, an I/O error, a database that cannot be opened again: the transaction rolled back; the records stay dirty and go
@@ -174,14 +188,72 @@ export class MetadataDb {
   }
 }
 
+/**
+ * The database file: its connection, opened on first use (and again after a release), with the
+ * checks of MetadataDb.open. One per runtime, or one for the nodes of a process (openShared).
+ */
+export class MetadataFile {
+  /** The open connection; none while released (reopened by the next read or commit). */
+  private connection: Connection | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The file in `stateDir`, which must be a real directory, not a symlink (made mode 0700). */
+  static in(stateDir: string, logger: Logger): MetadataFile {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const dir = lstatSync(stateDir);
+    if (!dir.isDirectory()) throw new Error(`state directory ${stateDir} is not a directory (a symlink is refused)`);
+    if ((dir.mode & 0o077) !== 0) chmodSync(stateDir, 0o700);
+    return new MetadataFile(join(stateDir, METADATA_DB_FILE), logger);
+  }
+
+  get connected(): boolean {
+    return this.connection !== undefined;
+  }
+
+  connect(): Connection {
+    if (this.connection !== undefined) return this.connection;
+    const path = this.path;
+    for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) refuseSymlink(file);
+    // Created here with O_NOFOLLOW and 0600, so SQLite opens a regular file of ours.
+    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
+    const db = new Database(path);
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      // Node processes on one state root share a file (node-process-shares.ts): a writer waits for another's commit.
+      db.pragma('busy_timeout = 5000');
+      db.exec('CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID');
+      this.connection = new Connection(db, this.logger);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return this.connection;
+  }
+
+  /** Closes the connection (what is committed stays committed); the next use opens it again. */
+  release(): void {
+    this.connection?.db.close();
+    this.connection = undefined;
+  }
+}
+
 /** An open SQLite connection and its prepared statements. */
 class Connection {
   readonly writeBatch: (batch: Pending[]) => void;
+  readonly rows: Database.Statement<[string]>;
+  readonly scopedRows: Database.Statement<[string, string, string]>;
 
   constructor(
     readonly db: Database.Database,
     logger: Logger,
   ) {
+    this.rows = db.prepare('SELECT kind, id, data FROM records WHERE kind = ? ORDER BY id');
+    this.scopedRows = db.prepare('SELECT kind, id, data FROM records WHERE kind = ? AND id >= ? AND id < ? ORDER BY id');
     const put = db.prepare<[string, string, string]>('INSERT INTO records (kind, id, data) VALUES (?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data');
     const del = db.prepare<[string, string]>('DELETE FROM records WHERE kind = ? AND id = ?');
     this.writeBatch = db.transaction((batch: Pending[]) => {
