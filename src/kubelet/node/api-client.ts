@@ -1,17 +1,15 @@
 /**
  * A small HTTP client for the Kubernetes API, built from a kubeconfig (or the pod's service
  * account with `--in-cluster`) by @kubernetes/client-node, which resolves the credentials (client
- * certificate, bearer token, CA). Requests go over one connection that every simulated node of a
- * process shares (api-transport.ts: HTTP/2 when the server speaks it, as client-go's transport,
- * else HTTP/1.1 with a keep-alive pool); watches are streamed line by line. Raw requests are
+ * certificate, bearer token, CA). Requests go through node:https with one keep-alive agent that
+ * every simulated node of a process shares; watches are streamed line by line. Raw requests are
  * used where the generated client is awkward: the content type of a status PATCH (strategic
  * merge), DELETE preconditions, and long-running watches with resource versions.
  */
 import * as http from 'node:http';
-import type * as https from 'node:https';
+import * as https from 'node:https';
 import { StringDecoder } from 'node:string_decoder';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ApiTransport, type TransportResponse } from './api-transport.js';
 
 /** An answer of the API server that is not 2xx: its code and the Status message. */
 export class ApiError extends Error {
@@ -55,7 +53,7 @@ export class ApiClient implements ApiRequester {
     readonly description: string,
     readonly server: URL,
     private readonly requestOptions: https.RequestOptions,
-    private readonly transport: ApiTransport,
+    private readonly agent: http.Agent,
     /** The user the credentials authenticate as, when the kubeconfig says (for logs only). */
     readonly userName: string,
     /** The loaded configuration, for clients built with @kubernetes/client-node (the kubelet server's reviews). */
@@ -97,35 +95,42 @@ export class ApiClient implements ApiRequester {
     } catch (err) {
       throw new Error(`${what}: reading the credentials: ${(err as Error).message}`, { cause: err });
     }
-    const transport = new ApiTransport(server, pick(options, ['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']));
-    return new ApiClient(`${what} (server ${server.origin})`, server, { headers: options.headers ?? {} }, transport, config.getCurrentUser()?.name ?? '', config);
+    const agentOptions = { keepAlive: true, maxSockets: 64, ...pick(options, ['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']) };
+    const agent = server.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    return new ApiClient(`${what} (server ${server.origin})`, server, { headers: options.headers ?? {} }, agent, config.getCurrentUser()?.name ?? '', config);
   }
 
   close(): void {
-    this.transport.close();
+    this.agent.destroy();
   }
 
-  private async send(method: string, path: string, body: unknown, contentType: string | undefined, signal?: AbortSignal): Promise<TransportResponse> {
+  private send(method: string, path: string, body: unknown, contentType: string | undefined, signal?: AbortSignal): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string | number> = { ...(this.requestOptions.headers as Record<string, string>), Accept: 'application/json' };
+    const headers: http.OutgoingHttpHeaders = { ...(this.requestOptions.headers as http.OutgoingHttpHeaders), Accept: 'application/json' };
     if (payload !== undefined) {
       headers['Content-Type'] = contentType ?? 'application/json';
       headers['Content-Length'] = payload.length;
     }
-    try {
-      return await this.transport.send({ method, url, headers, payload, signal, idleTimeoutMs: requestTimeoutMs });
-    } catch (err) {
-      if ((err as Error).name === 'AbortError') throw err;
-      throw new ApiUnreachableError(`cannot reach the API server of ${this.description}: ${(err as Error).message}`);
-    }
+    const module = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = module.request(url, { method, headers, agent: this.agent, ...(signal === undefined ? {} : { signal }) }, resolve);
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.name === 'AbortError') reject(err);
+        else reject(new ApiUnreachableError(`cannot reach the API server of ${this.description}: ${err.message}`));
+      });
+      req.setTimeout(requestTimeoutMs, () => req.destroy(new Error(`no answer within ${requestTimeoutMs / 1000} s`)));
+      req.end(payload);
+    });
   }
 
   /** One request; the decoded body on 2xx, an ApiError with the Status message otherwise. */
   async request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
     const res = await this.send(method, path, body, contentType);
-    const text = await bodyText(res);
-    const status = res.status;
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const status = res.statusCode ?? 0;
     if (status < 200 || status > 299) {
       let message = text.trim();
       let reason: string | undefined;
@@ -148,8 +153,10 @@ export class ApiClient implements ApiRequester {
   /** A GET whose answer is text (`/metrics`); an ApiError unless 2xx. */
   async requestText(path: string): Promise<string> {
     const res = await this.send('GET', path, undefined, undefined);
-    const text = await bodyText(res);
-    if (res.status < 200 || res.status > 299) throw new ApiError(res.status, `GET ${path}: ${res.status} ${text.trim()}`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw new ApiError(res.statusCode ?? 0, `GET ${path}: ${res.statusCode} ${text.trim()}`);
     return text;
   }
 
@@ -159,21 +166,23 @@ export class ApiClient implements ApiRequester {
    */
   async watch<T>(path: string, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
     const res = await this.send('GET', path, undefined, undefined, signal);
-    if (res.status !== 200) {
-      let message = await bodyText(res);
+    if ((res.statusCode ?? 0) !== 200) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      let message = Buffer.concat(chunks).toString('utf8');
       try {
         message = (JSON.parse(message) as { message?: string }).message ?? message;
       } catch {
         /* keep the text */
       }
-      throw new ApiError(res.status, `GET ${path}: ${res.status} ${message}`);
+      throw new ApiError(res.statusCode ?? 0, `GET ${path}: ${res.statusCode} ${message}`);
     }
     let rest = '';
-    // A character's bytes may be split between two chunks (an HTTP/2 DATA frame is at most 16 KiB).
+    // A character's bytes may be split between two chunks: decoded whole, not as two U+FFFD.
     const decoder = new StringDecoder('utf8');
     try {
-      for await (const chunk of res.body) {
-        rest += decoder.write(chunk);
+      for await (const chunk of res) {
+        rest += decoder.write(chunk as Buffer);
         let newline = rest.indexOf('\n');
         while (newline !== -1) {
           const line = rest.slice(0, newline).trim();
@@ -187,12 +196,6 @@ export class ApiClient implements ApiRequester {
       throw err;
     }
   }
-}
-
-async function bodyText(res: TransportResponse): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of res.body) chunks.push(chunk);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function pick<T extends object, K extends keyof T>(object: T, keys: readonly K[]): Partial<Pick<T, K>> {
