@@ -17,8 +17,10 @@
  * renewals (and from the last renewal to the end) per node says whether a lease could have lapsed
  * (node-lifecycle marks a node unreachable once its lease is older than 40 s).
  *
+ * With --soak-minutes, cri-winsim alone runs a pod churn for that long instead (node-soak.ts).
+ *
  *   node dist/bench/node-scale.js [--nodes 1000] [--pods 10000] [--rate 20] [--skip-kwok]
- *                                 [--cpu-prof DIR] [--out FILE]
+ *                                 [--cpu-prof DIR] [--soak-minutes M] [--out FILE]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -645,7 +647,9 @@ function table(results: readonly RunResult[]): string {
     ['load average start → end', (r) => `${r.loadAverage.start[0]!.toFixed(1)} → ${r.loadAverage.end[0]!.toFixed(1)}`],
   ];
   const header = `| | ${results.map((r) => r.simulator).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|`;
-  return `${header}\n${rows.map(([label, f]) => `| ${label} | ${results.map(f).join(' | ')} |`).join('\n')}`;
+  // Rows that say nothing of these runs (the soak's in a plain run, the pods' in a soak) are left out.
+  const lines = rows.map(([label, f]) => [label, results.map(f)] as const).filter(([, cells]) => cells.some((c) => c !== '–'));
+  return `${header}\n${lines.map(([label, cells]) => `| ${label} | ${cells.join(' | ')} |`).join('\n')}`;
 }
 
 async function main(): Promise<void> {
