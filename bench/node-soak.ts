@@ -204,6 +204,7 @@ export async function soak(api: ApiClient, o: SoakOptions): Promise<SoakResult> 
     void p.finally(() => inFlight.delete(p));
   };
   const remove = (name: string): void => {
+    if (!sentAt.has(name)) return; // its create failed: nothing to delete
     deleteSent.add(name);
     if (runningAt.has(name)) killExpected.add(name);
     track(
