@@ -17,11 +17,13 @@
  * renewals (and from the last renewal to the end) per node says whether a lease could have lapsed
  * (node-lifecycle marks a node unreachable once its lease is older than 40 s).
  *
+ * With --soak-minutes, cri-winsim alone runs a pod churn for that long instead (node-soak.ts).
+ *
  *   node dist/bench/node-scale.js [--nodes 1000] [--pods 10000] [--rate 20] [--skip-kwok]
- *                                 [--cpu-prof DIR] [--out FILE]
+ *                                 [--cpu-prof DIR] [--soak-minutes M] [--out FILE]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -33,6 +35,8 @@ import { ApiClient } from '../src/kubelet/node/api-client.js';
 import { NODE_FLAGS } from '../src/tuning/node-flags.js';
 import { startControlPlane, type ControlPlane } from '../test/support/control-plane.js';
 import { toolsBinDir } from '../test/support/paths.js';
+import { cpuSecondsOf, log, percentile, rssOf } from './node-figures.js';
+import { soak, type SoakResult } from './node-soak.js';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLI = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -51,7 +55,14 @@ const USAGE = `node dist/bench/node-scale.js [options]
   --skip-ours        run kwok only
   --cpu-prof DIR     run the node process with --cpu-prof into DIR
   --node-args "…"    extra arguments of cri-winsim node (e.g. "--kube-api-qps 5")
-  --out FILE         JSON results (default bench/results/node-scale.json)`;
+  --soak-minutes M   a soak of cri-winsim alone instead (kwok is not run): pods created at --rate
+                     up to --pods live ones, then each new one with the deletion of the oldest, for
+                     M minutes; then all deleted. Reports pods never Running or never gone, kubelet
+                     events missing, RSS and descriptors over time and after the drain, lease gaps
+                     (bench/node-soak.ts). The issue's: --nodes 1000 --pods 10000 --soak-minutes 30
+  --sample-every S   soak: seconds between samples of the node process (default 30)
+  --out FILE         JSON results (default bench/results/node-scale.json, with --soak-minutes
+                     bench/results/node-soak.json)`;
 
 interface Options {
   nodes: number;
@@ -63,6 +74,8 @@ interface Options {
   ours: boolean;
   cpuProf?: string;
   nodeArgs: string[];
+  soakMinutes?: number;
+  sampleEveryS: number;
   out: string;
 }
 
@@ -78,7 +91,9 @@ function options(): Options {
       'skip-ours': { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       'node-args': { type: 'string', default: '' },
-      out: { type: 'string', default: join(PACKAGE_ROOT, 'bench', 'results', 'node-scale.json') },
+      'soak-minutes': { type: 'string' },
+      'sample-every': { type: 'string', default: '30' },
+      out: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -91,46 +106,23 @@ function options(): Options {
     if (!Number.isFinite(n) || n <= 0) throw new Error(`--${flag}: ${JSON.stringify(v)} is not a positive number`);
     return n;
   };
+  const soakMinutes = values['soak-minutes'] === undefined ? undefined : positive('soak-minutes', values['soak-minutes']);
+  if (soakMinutes !== undefined && values['skip-ours']) throw new Error('--soak-minutes soaks cri-winsim: it cannot be given with --skip-ours');
   return {
     nodes: Math.floor(positive('nodes', values.nodes)),
     pods: Math.floor(positive('pods', values.pods)),
     rate: positive('rate', values.rate),
     settleS: positive('settle', values.settle),
     maxMinutes: positive('max-minutes', values['max-minutes']),
-    kwok: !values['skip-kwok'],
+    kwok: !values['skip-kwok'] && soakMinutes === undefined,
     ours: !values['skip-ours'],
     ...(values['cpu-prof'] === undefined ? {} : { cpuProf: resolve(values['cpu-prof']) }),
     nodeArgs: values['node-args'].split(/\s+/).filter((a) => a !== ''),
-    out: resolve(values.out),
+    ...(soakMinutes === undefined ? {} : { soakMinutes }),
+    sampleEveryS: positive('sample-every', values['sample-every']),
+    out: resolve(values.out ?? join(PACKAGE_ROOT, 'bench', 'results', soakMinutes === undefined ? 'node-scale.json' : 'node-soak.json')),
   };
 }
-
-const log = (text: string): void => {
-  process.stderr.write(`[${new Date().toISOString().slice(11, 19)} load ${loadavg()[0]!.toFixed(1)}] ${text}\n`);
-};
-
-/** VmRSS of a process in bytes (0 once it is gone). */
-function rssOf(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(status);
-    return kb === null ? 0 : Number(kb[1]) * 1024;
-  } catch {
-    return 0;
-  }
-}
-
-/** User+system CPU seconds of a process so far. */
-function cpuSecondsOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-const percentile = (sorted: readonly number[], p: number): number => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
 
 /** Every renewal of every Lease in kube-node-lease whose name is one of `names`. */
 class LeaseWatch {
@@ -358,10 +350,17 @@ interface RunResult {
   registerS: number;
   rssIdleBytes: number;
   rssPerNodeBytes: number;
-  rssLoadedBytes: number;
-  rssPerPodBytes: number;
+  rssLoadedBytes?: number;
+  rssPerPodBytes?: number;
+  /** CPU time of the process at the end, and when its nodes had been Ready and idle 5 s. */
   cpuSeconds: number;
-  pods: PodWorkload;
+  cpuSecondsAtIdle: number;
+  /** cpuSeconds over the pods Running (start-up included), and the same from the idle point on. */
+  cpuPerRunningPodMs?: number;
+  cpuPerRunningPodAfterReadyMs?: number;
+  pods?: PodWorkload;
+  /** `--soak-minutes`: the soak's figures instead of `pods`. */
+  soak?: SoakResult;
   leases: Awaited<ReturnType<LeaseWatch['stop']>>;
   apiRequests: Record<string, number>;
   loadAverage: { start: number[]; end: number[] };
@@ -483,6 +482,36 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
     log(`${opts.nodes} ${sim.nodesNoun} Ready after ${registerS.toFixed(1)} s`);
     await sleep(5_000);
     const rssIdle = rssOf(child.pid!);
+    const cpuIdle = cpuSecondsOf(child.pid!);
+    if (opts.soakMinutes !== undefined) {
+      const result = await soak(api, {
+        minutes: opts.soakMinutes,
+        population: opts.pods,
+        rate: opts.rate,
+        namespace: NAMESPACE,
+        run: sim.run,
+        template: (name) => sim.pod(name),
+        nodes: names,
+        pid: child.pid!,
+        sampleEveryS: opts.sampleEveryS,
+        boundS: Math.max(120, opts.settleS),
+      });
+      const leaseFigures = await leases.stop();
+      if (child.exitCode !== null) throw new Error(`${sim.processName} exited early:\n${lines.slice(-20).join('\n')}`);
+      return {
+        simulator: sim.name,
+        nodes: opts.nodes,
+        registerS,
+        rssIdleBytes: rssIdle,
+        rssPerNodeBytes: rssIdle / opts.nodes,
+        cpuSeconds: cpuSecondsOf(child.pid!),
+        cpuSecondsAtIdle: cpuIdle,
+        soak: result,
+        leases: leaseFigures,
+        apiRequests: requestDelta(requests0, await requestCounts(api)),
+        loadAverage: { start: load0, end: loadavg() },
+      };
+    }
     const pods = await podWorkload(api, sim.run, opts.pods, opts.rate, (name) => sim.pod(name), names, deadline);
     log(`${sim.name}: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
     await sleep(opts.settleS * 1000);
@@ -499,6 +528,9 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
       rssLoadedBytes: rssLoaded,
       rssPerPodBytes: (rssLoaded - rssIdle) / Math.max(1, pods.running),
       cpuSeconds,
+      cpuSecondsAtIdle: cpuIdle,
+      cpuPerRunningPodMs: (1000 * cpuSeconds) / Math.max(1, pods.running),
+      cpuPerRunningPodAfterReadyMs: (1000 * (cpuSeconds - cpuIdle)) / Math.max(1, pods.running),
       pods,
       leases: leaseFigures,
       apiRequests: requestDelta(requests0, await requestCounts(api)),
@@ -589,27 +621,40 @@ function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
 function table(results: readonly RunResult[]): string {
+  const ms = (v: number | undefined): string => (v === undefined ? '–' : `${v.toFixed(1)} ms`);
+  const pods = (f: (p: PodWorkload) => string) => (r: RunResult): string => (r.pods === undefined ? '–' : f(r.pods));
+  const soaked = (f: (s: SoakResult) => string) => (r: RunResult): string => (r.soak === undefined ? '–' : f(r.soak));
   const rows: [string, (r: RunResult) => string][] = [
     ['nodes Ready after', (r) => `${r.registerS.toFixed(1)} s`],
     ['RSS idle (per node)', (r) => `${mib(r.rssIdleBytes)} (${mib(r.rssPerNodeBytes)})`],
-    ['RSS loaded (per pod)', (r) => `${mib(r.rssLoadedBytes)} (${(r.rssPerPodBytes / 1024).toFixed(1)} KiB)`],
-    ['CPU time of the process', (r) => `${r.cpuSeconds.toFixed(0)} s`],
-    ['pods Running / created', (r) => `${r.pods.running} / ${r.pods.created}${r.pods.createErrors > 0 ? ` (${r.pods.createErrors} create errors)` : ''}`],
-    ['pods Running per second', (r) => r.pods.runningPerSecond.toFixed(2)],
-    ['start-up p50 / p99 / max', (r) => `${r.pods.latencyS.p50.toFixed(2)} / ${r.pods.latencyS.p99.toFixed(2)} / ${r.pods.latencyS.max.toFixed(2)} s`],
-    ['p99 per thousand pods, in creation order', (r) => r.pods.p99ByThousandS.map((v) => v.toFixed(1)).join(' ')],
-    ['pods on a node not of the run', (r) => String(r.pods.misplaced)],
+    ['RSS loaded (per pod)', (r) => (r.rssLoadedBytes === undefined ? '–' : `${mib(r.rssLoadedBytes)} (${((r.rssPerPodBytes ?? 0) / 1024).toFixed(1)} KiB)`)],
+    ['CPU time of the process (at idle, 5 s after Ready)', (r) => `${r.cpuSeconds.toFixed(1)} s (${r.cpuSecondsAtIdle.toFixed(1)} s)`],
+    ['CPU per Running pod: whole run; after Ready', (r) => `${ms(r.cpuPerRunningPodMs)}; ${ms(r.cpuPerRunningPodAfterReadyMs)}`],
+    ['pods Running / created', pods((p) => `${p.running} / ${p.created}${p.createErrors > 0 ? ` (${p.createErrors} create errors)` : ''}`)],
+    ['pods Running per second', pods((p) => p.runningPerSecond.toFixed(2))],
+    ['start-up p50 / p99 / max', pods((p) => `${p.latencyS.p50.toFixed(2)} / ${p.latencyS.p99.toFixed(2)} / ${p.latencyS.max.toFixed(2)} s`)],
+    ['p99 per thousand pods, in creation order', pods((p) => p.p99ByThousandS.map((v) => v.toFixed(1)).join(' '))],
+    ['pods on a node not of the run', (r) => String(r.pods?.misplaced ?? r.soak?.misplaced)],
+    ['soak: pods created / deleted (errors)', soaked((s) => `${s.created} / ${s.deleted} (${s.createErrors} / ${s.deleteErrors})`)],
+    ['soak: lost: never Running / never gone / Started or Killing event missing', soaked((s) => `${s.lost.neverRunning} / ${s.lost.notGone} / ${s.lost.startedEventMissing} / ${s.lost.killingEventMissing}`)],
+    ['soak: start-up p50 / p99 / max', soaked((s) => `${s.latencyS.p50.toFixed(2)} / ${s.latencyS.p99.toFixed(2)} / ${s.latencyS.max.toFixed(2)} s`)],
+    ['soak: p99 per minute', soaked((s) => s.p99ByMinuteS.map((v) => v.toFixed(1)).join(' '))],
+    ['soak: RSS idle → end of churn → after drain; steady slope', soaked((s) => `${mib(s.rss.idleBytes)} → ${mib(s.rss.endOfChurnBytes)} → ${mib(s.rss.afterDrainBytes)}; ${s.rss.steadySlopeMiBPer10Min.toFixed(1)} MiB/10 min`)],
+    ['soak: open descriptors idle → end of churn → after drain', soaked((s) => `${s.fds.idle} → ${s.fds.endOfChurn} → ${s.fds.afterDrain}`)],
+    ['soak: CPU during the soak', soaked((s) => `${s.cpuSecondsDuringSoak.toFixed(0)} s`)],
     ['lease: max gap (p99 of per-node max)', (r) => `${r.leases.maxGapS.toFixed(1)} s (${r.leases.p99NodeMaxGapS.toFixed(1)} s)`],
     ['lease: nodes lapsed (> 40 s) / never renewed', (r) => `${r.leases.lapsed} / ${r.leases.neverRenewed}`],
     ['load average start → end', (r) => `${r.loadAverage.start[0]!.toFixed(1)} → ${r.loadAverage.end[0]!.toFixed(1)}`],
   ];
   const header = `| | ${results.map((r) => r.simulator).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|`;
-  return `${header}\n${rows.map(([label, f]) => `| ${label} | ${results.map(f).join(' | ')} |`).join('\n')}`;
+  // Rows that say nothing of these runs (the soak's in a plain run, the pods' in a soak) are left out.
+  const lines = rows.map(([label, f]) => [label, results.map(f)] as const).filter(([, cells]) => cells.some((c) => c !== '–'));
+  return `${header}\n${lines.map(([label, cells]) => `| ${label} | ${cells.join(' | ')} |`).join('\n')}`;
 }
 
 async function main(): Promise<void> {
   const opts = options();
-  log(`node-scale: ${opts.nodes} nodes, ${opts.pods} pods at ${opts.rate}/s; ${cpus().length} CPUs`);
+  log(`node-scale: ${opts.nodes} nodes, ${opts.pods} pods at ${opts.rate}/s${opts.soakMinutes === undefined ? '' : `, a soak of ${opts.soakMinutes} min`}; ${cpus().length} CPUs`);
   const work = await mkdtemp(join(tmpdir(), 'cri-winsim-node-scale-'));
   // No node tokens: both simulators use the admin's kubeconfig.
   const cp = await startControlPlane({ nodeNames: [], name: 'node-scale', apiServerArgs: ['--max-requests-inflight', '800', '--max-mutating-requests-inflight', '400'] });
@@ -625,17 +670,22 @@ async function main(): Promise<void> {
   }
   const ours = results.find((r) => r.simulator === 'cri-winsim');
   const kwok = results.find((r) => r.simulator === 'kwok');
-  const targets = ours === undefined ? undefined : {
+  const targets = ours === undefined ? undefined : ours.soak !== undefined ? {
+    leasesNeverLapse: ours.leases.lapsed === 0 && ours.leases.neverRenewed === 0,
+    nothingLost: ours.soak.lost.neverRunning + ours.soak.lost.notGone + ours.soak.lost.startedEventMissing + ours.soak.lost.killingEventMissing === 0,
+  } : ours.pods === undefined ? undefined : {
     leasesNeverLapse: ours.leases.lapsed === 0 && ours.leases.neverRenewed === 0,
     allPodsRunning: ours.pods.running === opts.pods,
     startupP99AtMost5s: ours.pods.latencyS.p99 <= 5,
-    ...(kwok === undefined ? {} : {
+    ...(kwok?.pods === undefined ? {} : {
       runningPerSecondVsKwok: ours.pods.runningPerSecond / kwok.pods.runningPerSecond,
       runningPerSecondAtLeastHalfOfKwok: ours.pods.runningPerSecond / kwok.pods.runningPerSecond >= 0.5,
       memoryPerNodeVsKwok: ours.rssPerNodeBytes / kwok.rssPerNodeBytes,
+      cpuPerRunningPodVsKwok: (ours.cpuPerRunningPodMs ?? NaN) / (kwok.cpuPerRunningPodMs ?? NaN),
+      cpuPerRunningPodAtMostKwoks: (ours.cpuPerRunningPodMs ?? Infinity) <= (kwok.cpuPerRunningPodMs ?? 0),
     }),
   };
-  const report = { when: new Date().toISOString(), cpus: cpus().length, options: { nodes: opts.nodes, pods: opts.pods, rate: opts.rate, nodeArgs: opts.nodeArgs }, results, targets };
+  const report = { when: new Date().toISOString(), cpus: cpus().length, options: { nodes: opts.nodes, pods: opts.pods, rate: opts.rate, nodeArgs: opts.nodeArgs, ...(opts.soakMinutes === undefined ? {} : { soakMinutes: opts.soakMinutes }) }, results, targets };
   mkdirSync(dirname(opts.out), { recursive: true });
   writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
   for (const r of results) process.stdout.write(`\n${r.simulator}: API requests during the run ${JSON.stringify(r.apiRequests)}`);

@@ -8,6 +8,7 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { StringDecoder } from 'node:string_decoder';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** An answer of the API server that is not 2xx: its code and the Status message. */
@@ -177,9 +178,11 @@ export class ApiClient implements ApiRequester {
       throw new ApiError(res.statusCode ?? 0, `GET ${path}: ${res.statusCode} ${message}`);
     }
     let rest = '';
+    // A character's bytes may be split between two chunks: decoded whole, not as two U+FFFD.
+    const decoder = new StringDecoder('utf8');
     try {
       for await (const chunk of res) {
-        rest += (chunk as Buffer).toString('utf8');
+        rest += decoder.write(chunk as Buffer);
         let newline = rest.indexOf('\n');
         while (newline !== -1) {
           const line = rest.slice(0, newline).trim();
