@@ -454,6 +454,24 @@ describe('node mode against a real control plane', function () {
     });
   });
 
+  it('a pod held by a finalizer is DELETEd once: later updates of it send no second DELETE (status_manager.go)', async () => {
+    // Grace 5 s: the kubelet's DELETE with grace 0 shortens it, an update the kubelet sees again.
+    const pod = windowsPod('held') as { metadata: Record<string, unknown> };
+    pod.metadata.finalizers = ['example.com/hold'];
+    await cp.apply(pod);
+    await until('pod held Running', 60_000, async () => ((await podJson('held')).status.phase === 'Running' ? true : undefined));
+    await cp.kubectlOk(['delete', 'pod', 'held', '--wait=false']);
+    const deletes = (): number => node1!.lines.filter((l) => l.includes('pod terminated and deleted') && l.includes('default/held')).length;
+    await until('the kubelet deleted held', 30_000, async () => (deletes() > 0 ? true : undefined));
+    // The finalizer keeps the pod: every later update of it (its deletion shortened to 0 s, a
+    // label) reaches the kubelet, which deleted it already.
+    for (const value of ['a', 'b']) await cp.kubectlOk(['label', 'pod', 'held', `touched=${value}`, '--overwrite']);
+    await sleep(2_000);
+    expect(deletes()).to.equal(1);
+    expect((await podJson('held')).status.phase).to.equal('Failed');
+    await cp.kubectlOk(['patch', 'pod', 'held', '--type', 'json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]']);
+  });
+
   it('reconnects after the API server restarts: lease renewed and new pods run', async () => {
     const before = (await kubectlJson(['get', 'lease', '-n', 'kube-node-lease', 'winsim-1'])).spec.renewTime as string;
     await cp.stopApiServer();

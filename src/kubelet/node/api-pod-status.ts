@@ -50,16 +50,21 @@ export class ApiPodStatusSink {
     await this.patch(pod, { phase: 'Failed', reason: rejection.reason, message: `Pod was rejected: ${rejection.message}` });
   }
 
-  /** The status manager's DELETE of a pod whose containers stopped and whose final status was sent. */
-  async delete(pod: V1Pod): Promise<void> {
+  /**
+   * The status manager's DELETE of a pod whose containers stopped and whose final status was sent.
+   * True once answered (or the pod is gone); false when it failed and a retry is queued.
+   */
+  async delete(pod: V1Pod): Promise<boolean> {
     const m = pod.metadata!;
     try {
       await this.api.request('DELETE', `/api/v1/namespaces/${m.namespace}/pods/${m.name}`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: m.uid } });
       this.logger.info({ pod: podKey(pod) }, 'pod terminated and deleted');
+      return true;
     } catch (err) {
-      if (isNotFound(err) || isConflict(err)) return; // gone, or a new pod of that name
+      if (isNotFound(err) || isConflict(err)) return true; // gone, or a new pod of that name
       this.logger.warn({ pod: podKey(pod), err: errorText(err) }, 'failed to delete the terminated pod; will retry');
       this.options.retry(m.uid ?? '');
+      return false;
     }
   }
 

@@ -93,6 +93,11 @@ interface PodState {
   started: boolean;
   /** Containers stopped for a deletion and the final status sent. */
   terminated: boolean;
+  /**
+   * The final DELETE was answered: later events of the pod (its own status PATCH, a finalizer's
+   * update) send no second one, as the status manager forgets a pod's status once it deleted it.
+   */
+  deleteAnswered: boolean;
   syncing: boolean;
   dirty: boolean;
   record: PodRecord;
@@ -190,6 +195,7 @@ export class PodController implements PodHandler {
         rejected: false,
         started: false,
         terminated: false,
+        deleteAnswered: false,
         syncing: false,
         dirty: false,
         record: { pod, startTime: new Date().toISOString(), sandboxCreated: false, containers: {}, events: [] },
@@ -376,7 +382,7 @@ export class PodController implements PodHandler {
       await this.status.report(pod, { ...view, phase });
       state.terminated = true;
     }
-    await this.status.delete(pod);
+    if (!state.deleteAnswered) state.deleteAnswered = await this.status.delete(pod);
   }
 
   /** Stops and removes what the runtime has of a pod that is gone from the API server (or orphaned). */
