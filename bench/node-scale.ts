@@ -367,8 +367,10 @@ interface RunResult {
 }
 
 /** Waits until `count` Nodes matching `selector` are Ready; returns when (or throws at the deadline). */
-async function nodesReady(api: ApiClient, selector: string, count: number, deadline: number): Promise<void> {
+async function nodesReady(api: ApiClient, selector: string, count: number, deadline: number, child: ChildProcess, lines: readonly string[]): Promise<void> {
   for (;;) {
+    // A simulator that died while its nodes came up (EMFILE, out of memory) is reported, not waited for.
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the simulator exited (${child.exitCode ?? child.signalCode}) before its nodes were Ready:\n${lines.slice(-20).join('\n')}`);
     const list = await api.get<{ items: { status?: { conditions?: { type: string; status: string }[] } }[] }>(`/api/v1/nodes?labelSelector=${encodeURIComponent(selector)}`);
     const ready = list.items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
     if (ready >= count) return;
@@ -477,7 +479,7 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
   const { child, lines } = await sim.start();
   try {
     await sim.register?.(names);
-    await nodesReady(api, sim.nodeSelector, opts.nodes, deadline);
+    await nodesReady(api, sim.nodeSelector, opts.nodes, deadline, child, lines);
     const registerS = (Date.now() - started) / 1000;
     log(`${opts.nodes} ${sim.nodesNoun} Ready after ${registerS.toFixed(1)} s`);
     await sleep(5_000);
