@@ -17,20 +17,12 @@ import type { ContainerIdentity } from '../../../src/runtime/windows/container-i
 import { sharesSecureChannel, withSharedChannel, type ChannelHolder } from '../../../src/runtime/windows/shared-gmsa-trust.js';
 import { startRuntime, type RuntimeHandle } from '../../support/runtime.js';
 import { tempDirPerTest } from '../../support/temp-dir.js';
+import { CONTOSO, identityWith } from './smb-fixtures.js';
 
 const examples = fileURLToPath(new URL('../../../../examples/', import.meta.url));
 
-const identity = (account: string, hostname: string): ContainerIdentity => ({
-  hostProcess: false,
-  userName: 'NETWORK SERVICE',
-  userDomain: 'NT AUTHORITY',
-  userKind: 'service',
-  hostname,
-  computerName: hostname.toUpperCase(),
-  domainAccess: { kind: 'ok', domain: { dnsName: 'contoso.com', netbiosName: 'DEMO', dnsTreeName: 'contoso.com' }, account, domainController: 'dc1.contoso.com' },
-  environment: {},
-  logonId: '0x3e4',
-});
+const identity = (account: string, hostname: string): ContainerIdentity =>
+  identityWith({ kind: 'ok', domain: CONTOSO, account, domainController: 'dc1.contoso.com' }, hostname);
 const holder = (id: string, startedAtNanos: bigint, i: ContainerIdentity): ChannelHolder => ({ id, startedAtNanos, identity: i });
 
 describe('shared gMSA secure channel before Windows Server 2019', () => {

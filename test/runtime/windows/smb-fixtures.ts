@@ -36,7 +36,7 @@ export function smbDirectory(yaml = SMB_NODE_YAML): NodeDirectory {
   return parseNodeFile(yaml, 'node.yaml');
 }
 
-const CONTOSO = { dnsName: 'contoso.com', netbiosName: 'DEMO', dnsTreeName: 'contoso.com' };
+export const CONTOSO = { dnsName: 'contoso.com', netbiosName: 'DEMO', dnsTreeName: 'contoso.com' };
 
 /** A NETWORK SERVICE container identity with the given domain access. */
 export function identityWith(access: DomainAccess, hostname = 'web-0'): ContainerIdentity {
