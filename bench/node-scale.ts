@@ -485,6 +485,22 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
     await sleep(5_000);
     const rssIdle = rssOf(child.pid!);
     const cpuIdle = cpuSecondsOf(child.pid!);
+    /** The figures of both kinds of run, taken at the end of the run (the lease watch stops). */
+    const endFigures = async () => {
+      const leaseFigures = await leases.stop();
+      if (child.exitCode !== null) throw new Error(`${sim.processName} exited early:\n${lines.slice(-20).join('\n')}`);
+      return {
+        simulator: sim.name,
+        nodes: opts.nodes,
+        registerS,
+        rssIdleBytes: rssIdle,
+        rssPerNodeBytes: rssIdle / opts.nodes,
+        cpuSecondsAtIdle: cpuIdle,
+        leases: leaseFigures,
+        apiRequests: requestDelta(requests0, await requestCounts(api)),
+        loadAverage: { start: load0, end: loadavg() },
+      };
+    };
     if (opts.soakMinutes !== undefined) {
       const result = await soak(api, {
         minutes: opts.soakMinutes,
@@ -498,45 +514,22 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
         sampleEveryS: opts.sampleEveryS,
         boundS: Math.max(120, opts.settleS),
       });
-      const leaseFigures = await leases.stop();
-      if (child.exitCode !== null) throw new Error(`${sim.processName} exited early:\n${lines.slice(-20).join('\n')}`);
-      return {
-        simulator: sim.name,
-        nodes: opts.nodes,
-        registerS,
-        rssIdleBytes: rssIdle,
-        rssPerNodeBytes: rssIdle / opts.nodes,
-        cpuSeconds: cpuSecondsOf(child.pid!),
-        cpuSecondsAtIdle: cpuIdle,
-        soak: result,
-        leases: leaseFigures,
-        apiRequests: requestDelta(requests0, await requestCounts(api)),
-        loadAverage: { start: load0, end: loadavg() },
-      };
+      const figures = await endFigures();
+      return { ...figures, cpuSeconds: cpuSecondsOf(child.pid!), soak: result };
     }
     const pods = await podWorkload(api, sim.run, opts.pods, opts.rate, (name) => sim.pod(name), names, deadline);
     log(`${sim.name}: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
     await sleep(opts.settleS * 1000);
     const rssLoaded = rssOf(child.pid!);
     const cpuSeconds = cpuSecondsOf(child.pid!);
-    const leaseFigures = await leases.stop();
-    if (child.exitCode !== null) throw new Error(`${sim.processName} exited early:\n${lines.slice(-20).join('\n')}`);
     return {
-      simulator: sim.name,
-      nodes: opts.nodes,
-      registerS,
-      rssIdleBytes: rssIdle,
-      rssPerNodeBytes: rssIdle / opts.nodes,
+      ...(await endFigures()),
       rssLoadedBytes: rssLoaded,
       rssPerPodBytes: (rssLoaded - rssIdle) / Math.max(1, pods.running),
       cpuSeconds,
-      cpuSecondsAtIdle: cpuIdle,
       cpuPerRunningPodMs: (1000 * cpuSeconds) / Math.max(1, pods.running),
       cpuPerRunningPodAfterReadyMs: (1000 * (cpuSeconds - cpuIdle)) / Math.max(1, pods.running),
       pods,
-      leases: leaseFigures,
-      apiRequests: requestDelta(requests0, await requestCounts(api)),
-      loadAverage: { start: load0, end: loadavg() },
     };
   } finally {
     await leases.stop().catch(() => undefined);
