@@ -6,7 +6,7 @@
  * (ErrImagePull, CreateContainerConfigError, CreateContainerError, RunContainerError, …) and the
  * events a user would see. Restarts are the sync engine's (sync/pod-sync.ts); this is its first pass.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { unaryCall, type CriClient } from '../cri/proto.js';
@@ -62,9 +62,8 @@ export async function runPodOnce(cri: CriClient, pod: V1Pod, options: PodWorkerO
   let sandboxId: string;
   try {
     sandboxConfig = buildPodSandboxConfig(pod, { podLogsRoot: options.podLogsRoot, attempt: 0 });
-    // The kubelet creates the pod's log directory before asking for the sandbox. Synchronously: one
-    // mkdir of a local directory costs less than handing it to the thread pool and back.
-    mkdirSync(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
+    // The kubelet creates the pod's log directory before asking for the sandbox.
+    await mkdir(sandboxConfig.log_directory!, { recursive: true, mode: 0o755 });
     const runtimeHandler = options.runtimeClasses === undefined ? (options.runtimeHandler ?? '') : await lookupRuntimeHandler(pod, options.runtimeClasses);
     // Sent in turn: the runtime hands out pod IPs in the order sandboxes are asked for.
     await options.sandboxTurn?.take();
@@ -133,7 +132,7 @@ export async function startContainer(cri: CriClient, pod: V1Pod, container: V1Co
   try {
     const image = await ensureImage(cri, container, sandboxConfig, call, event, options.imagePulls, () => podKeyring(pod, options, ctx.events));
     // The kubelet creates the container's log directory; the runtime writes <attempt>.log in it.
-    mkdirSync(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
+    await mkdir(join(sandboxConfig.log_directory!, container.name), { recursive: true, mode: 0o755 });
     let config;
     try {
       config = buildContainerConfig(pod, container, {
