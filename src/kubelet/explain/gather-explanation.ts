@@ -2,8 +2,9 @@
  * Reads the records an explanation is made of: the kubelet's pod record (given) and, for each
  * container the kubelet created, the runtime's through its Identity service on the CRI socket.
  */
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import { unaryCall } from '../../cri/proto.js';
+import { isNotFound } from '../../cri/runtime-calls.js';
 import type { IdentityClient } from '../../cri/identity-service.js';
 import type { ExplainContainerResponse__Output } from '../../generated/criwinsim/identity/v1/ExplainContainerResponse.js';
 import type { PodRecord } from '../pod-records.js';
@@ -22,7 +23,7 @@ export async function runtimeAnswers(identity: IdentityClient, record: PodRecord
         answers.set(id, await unaryCall(identity, 'ExplainContainer', { container_id: id }, { timeoutMs }));
       } catch (err) {
         const e = err as Partial<ServiceError>;
-        if (e.code === GrpcStatus.NOT_FOUND) return;
+        if (isNotFound(err)) return;
         answers.set(id, { error: e.details ?? (err instanceof Error ? err.message : String(err)) });
       }
     }),

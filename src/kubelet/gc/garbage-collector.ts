@@ -9,6 +9,7 @@
  * FreeDiskSpaceFailed and InvalidDiskCapacity from the image collection itself.
  */
 import { unaryCall, type CriClient } from '../../cri/proto.js';
+import { isNotFound } from '../../cri/runtime-calls.js';
 import { KubernetesContainerNameLabel, KubernetesPodUIDLabel } from '../cri-config.js';
 import { type PodEvent } from '../pod-worker-options.js';
 import { grpcErrorString } from '../cri-errors.js';
@@ -220,7 +221,7 @@ export class GarbageCollector {
       await call;
       return true;
     } catch (err) {
-      if ((err as { code?: number }).code === 5) return false;
+      if (isNotFound(err)) return false;
       throw err;
     }
   }
