@@ -32,6 +32,10 @@ export class SpdyConnection extends EventEmitter {
   private readonly inbox: Frame[] = [];
   private pumping = false;
   private readonly outbox: (Buffer | Promise<Buffer>)[] = [];
+  /** Bytes of the outbox's ready buffers (frames still being compressed count once written). */
+  private outboxBytes = 0;
+  /** A writer was told to wait (a send returned false): 'drain' is owed once there is room. */
+  private drainOwed = false;
   /** Callbacks of queued frames, run once the socket took them (or the connection is gone). */
   private readonly callbacks = new Map<Buffer | Promise<Buffer>, () => void>();
   private sending = false;
@@ -45,7 +49,7 @@ export class SpdyConnection extends EventEmitter {
     super();
     this.corkable = socket instanceof Socket;
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('drain', () => this.emit('drain'));
+    socket.on('drain', () => this.payDrain());
     socket.on('error', (err) => this.destroy(err));
     socket.on('close', () => this.destroy());
     socket.on('end', () => this.destroy());
@@ -56,9 +60,26 @@ export class SpdyConnection extends EventEmitter {
     return this.streams.size;
   }
 
-  /** Bytes queued on the socket that the client has not taken yet. */
+  /** Bytes queued that the client has not taken yet: on the socket and in the outbox behind it. */
   get pendingBytes(): number {
-    return this.socket.writableLength;
+    return this.socket.writableLength + this.outboxBytes;
+  }
+
+  /**
+   * Whether writers may go on. Frames queued behind a header block still being compressed count
+   * too: otherwise a fast sender fills the outbox without bound while the socket looks empty.
+   */
+  private room(): boolean {
+    if (this.pendingBytes < SOCKET_HIGH_WATER) return true;
+    this.drainOwed = true;
+    return false;
+  }
+
+  /** Emits 'drain' to writers told to wait, once what is queued is under the high-water mark. */
+  private payDrain(): void {
+    if (!this.drainOwed || this.closed || this.pendingBytes >= SOCKET_HIGH_WATER) return;
+    this.drainOwed = false;
+    this.emit('drain');
   }
 
   /** @internal */
@@ -69,7 +90,7 @@ export class SpdyConnection extends EventEmitter {
     }
     if (this.outbox.length === 0 && !this.sending && frame instanceof Buffer) this.socket.write(frame, written);
     else this.queue(frame, written);
-    return this.socket.writableLength < SOCKET_HIGH_WATER;
+    return this.room();
   }
 
   /**
@@ -91,11 +112,12 @@ export class SpdyConnection extends EventEmitter {
       this.queue(head);
       this.queue(payload);
     }
-    return this.socket.writableLength < SOCKET_HIGH_WATER;
+    return this.room();
   }
 
   private queue(frame: Buffer | Promise<Buffer>, written?: () => void): void {
     this.outbox.push(frame);
+    if (frame instanceof Buffer) this.outboxBytes += frame.length;
     if (written !== undefined) this.callbacks.set(frame, written);
     if (!this.sending) void this.flushOutbox();
   }
@@ -108,6 +130,7 @@ export class SpdyConnection extends EventEmitter {
         const next = this.outbox.shift() as Buffer | Promise<Buffer>;
         const written = this.callbacks.get(next);
         this.callbacks.delete(next);
+        if (next instanceof Buffer) this.outboxBytes -= next.length;
         const frame = next instanceof Buffer ? next : await next;
         if (!this.closed) this.socket.write(frame, written);
         else written?.();
@@ -117,6 +140,8 @@ export class SpdyConnection extends EventEmitter {
     } finally {
       this.sending = false;
     }
+    // The socket may have taken it all without ever filling (no 'drain' of its own to come).
+    this.payDrain();
   }
 
   /** @internal */
@@ -155,6 +180,7 @@ export class SpdyConnection extends EventEmitter {
     this.streams.clear();
     this.inbox.length = 0;
     this.outbox.length = 0;
+    this.outboxBytes = 0;
     const callbacks = [...this.callbacks.values()];
     this.callbacks.clear();
     for (const written of callbacks) written();
