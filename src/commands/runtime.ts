@@ -142,6 +142,13 @@ async function serveOnRange(options: RuntimeCommandOptions & { podCidr: string }
   logger.info({ endpoint }, READY_MESSAGE);
   // Scripts and tests wait for the ready line: it must not wait in the batch.
   logger.flush();
+  // What the first calls would otherwise make (the gRPC server behind the socket, the credential
+  // spec schema) is made while the runtime waits for its first client; in node mode, where most
+  // runtimes are never called over their socket, both stay made on first use.
+  setImmediate(() => {
+    server.prepare();
+    runtime.prepareFirstCalls();
+  });
   const received = await signal;
 
   logger.info({ signal: received }, 'shutting down');

@@ -181,6 +181,14 @@ export class CriServer {
     return unixEndpoint(path);
   }
 
+  /**
+   * Makes the gRPC server now instead of at the first connection: for a runtime whose clients
+   * come over the socket, so its first calls do not wait for it.
+   */
+  prepare(): void {
+    if (this.listener !== undefined) this.connectionInjector();
+  }
+
   /** The gRPC server's injector, made with the server on the first connection. */
   private connectionInjector(): grpc.ConnectionInjector {
     if (this.injector !== undefined) return this.injector;

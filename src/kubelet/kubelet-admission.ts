@@ -126,7 +126,9 @@ function generalFilter(attrs: AdmissionAttributes, node: AdmissionNode): Kubelet
   if (!matchesRequiredNodeAffinity(pod, node)) reasons.push(predicateFailure('NodeAffinity', "node(s) didn't match Pod's node affinity/selector"));
   const nodeName = pod.spec?.nodeName ?? '';
   if (nodeName !== '' && nodeName !== node.name) reasons.push(predicateFailure('NodeName', "node(s) didn't match the requested node name"));
-  if (portsConflict(hostPorts(pod), otherPods.flatMap(hostPorts))) reasons.push(predicateFailure('NodePorts', "node(s) didn't have free ports for the requested pod ports"));
+  // The other pods' ports are gathered only for a pod that asks for one (most do not).
+  const wanted = hostPorts(pod);
+  if (wanted.length > 0 && portsConflict(wanted, otherPods.flatMap(hostPorts))) reasons.push(predicateFailure('NodePorts', "node(s) didn't have free ports for the requested pod ports"));
   // The kubelet only cares about NoExecute taints, and never for a static pod.
   if (attrs.staticPod !== true && untoleratedTaint(node.taints, pod.spec?.tolerations ?? [], (t) => t.effect === 'NoExecute') !== undefined) {
     reasons.push(predicateFailure('TaintToleration', "node(s) had taints that the pod didn't tolerate"));

@@ -20,7 +20,7 @@ import { snapshotPodObjects } from './pod-objects.js';
 import { mergeEvents, recordFirstSync, type PodRecord, type PodRecordStore } from './pod-records.js';
 import { appliedPod, fileChanged, updatePod } from '../apiserver/pod-update.js';
 import { ImagePulls, TurnSequence, type ContainerOutcome, type PodOutcome, type PodWorkerOptions, type Turn } from './pod-worker-options.js';
-import type { NodeContainer } from './node-pods.js';
+import type { NodeContainer, NodePod } from './node-pods.js';
 import { latestAttempts } from './sync/pod-actions.js';
 import { PodSyncEngine, recordOfSync } from './sync/pod-sync.js';
 import { defaultPodWorkers, maxPodWorkers } from './pod-workers.js';
@@ -64,11 +64,15 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     throw new RangeError(`pod workers must be an integer from 1 to ${maxPodWorkers}, got ${workers}`);
   }
   const cluster = await options.cluster.load();
+  const callOptions = options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs };
+  // What the runtime holds of the node's pods before this run, listed once for both uses below.
+  let before: Promise<NodePod[]> | undefined;
+  const nodePodsBefore = (): Promise<NodePod[]> => (before ??= listNodePods(cri, callOptions));
   // Pods the node has (in the runtime, or recorded after a failed sandbox) keep their names; read
   // once, when the first pod passed admission (storage refuses a duplicate after admission).
   let existing: Promise<Set<string>> | undefined;
   const readExisting = async (): Promise<Set<string>> => {
-    const names = new Set((await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).map((p) => `${p.namespace}/${p.name}`));
+    const names = new Set((await nodePodsBefore()).map((p) => `${p.namespace}/${p.name}`));
     for (const r of (await options.records?.list()) ?? []) if (!r.sandboxCreated) names.add(`${r.pod.metadata?.namespace}/${r.pod.metadata?.name}`);
     return names;
   };
@@ -96,7 +100,7 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
   // they were admitted (the kubelet admits one pod after another).
   let running: Promise<V1Pod[]> | undefined;
   const readRunning = async (): Promise<V1Pod[]> => {
-    const uids = new Set((await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).map((p) => p.uid));
+    const uids = new Set((await nodePodsBefore()).map((p) => p.uid));
     return ((await options.records?.list()) ?? []).filter((r) => uids.has(r.pod.metadata?.uid ?? '')).map((r) => r.pod);
   };
   const admittedInRun: V1Pod[] = [];
@@ -106,7 +110,7 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
     const live = record.pod;
     const update = updatePod(appliedPod(live, record.applied!, file), live, admissionContext);
     if (!update.allowed) return { stage: 'admission', pod: live, source, error: update.error, operation: 'update' };
-    const nodePod = (await listNodePods(cri, options.callTimeoutMs === undefined ? {} : { callTimeoutMs: options.callTimeoutMs })).find((p) => p.uid === live.metadata?.uid);
+    const nodePod = (await listNodePods(cri, callOptions)).find((p) => p.uid === live.metadata?.uid);
     if (nodePod === undefined) return { stage: 'exists', pod: live, source };
     // The kubelet's answer to the accepted update: containers whose definition changed are
     // killed and started again with the new spec; the others keep running (computePodActions).
@@ -149,7 +153,8 @@ export async function runPods(cri: CriClient, files: readonly string[], options:
       admittedInRun.push(admission.pod);
       // The 1.14 kubelet read the alpha webhook's annotations itself.
       const runnable = options.design === 'alpha-1.14' ? readAlphaCredentialSpecs(admission.pod) : admission.pod;
-      const outcome = (await engine.sync(runnable, undefined, { ...workerOptions, sandboxTurn }, { restartExited: false })).created!;
+      // The pass's own answers make the pod's row; reading the pod back would double its CRI calls.
+      const outcome = (await engine.sync(runnable, undefined, { ...workerOptions, sandboxTurn }, { restartExited: false, readBack: false })).created!;
       const gmsaAdmission = recordGmsaAdmission(options.design ?? defaultGmsaDesign, pod, admission.pod);
       await options.records?.save(recordFirstSync(admission.pod, source, outcome, new Date(), pod, gmsaAdmission));
       return { stage: 'runtime', pod: admission.pod, source, outcome, durationMs: durationMs() };

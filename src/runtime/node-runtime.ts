@@ -18,6 +18,7 @@ import { imageFile, type SimulatedRegistry } from './images/catalogue.js';
 import { ImageWorld } from './images/image-world.js';
 import { loadImagesFile, parseUnknownImageRule, type ImagesSection } from './images/images-file.js';
 import { HYPERV_HANDLER, PROCESS_HANDLER } from './images/windows-compat.js';
+import { prepareCredentialSpecValidation } from './windows/credential-spec.js';
 import { DEFAULT_POD_CIDR, loopbackPodCidr, PodIpPool } from './network/pod-ip-pool.js';
 import { SandboxSockets } from './network/sandbox-sockets.js';
 import { HostPorts } from './network/host-ports.js';
@@ -358,6 +359,11 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
    */
   credentialSpecLeaks(): Promise<number> {
     return this.ctx.windows.countLeaks(liveSecurityOptions(this.ctx));
+  }
+
+  /** Makes what the first calls would make on first use (the credential spec schema), now. */
+  prepareFirstCalls(): void {
+    prepareCredentialSpecValidation();
   }
 
   /** The stores and settings, for tests and for the Windows path's own modules. */

@@ -45,6 +45,17 @@ describe('kubelet run pipeline (manifests → admission → CRI)', () => {
     expect(fx.runtime.calls.filter((c) => c === 'RunPodSandbox')).to.have.length(9);
   });
 
+  // One pass over a new pod: the calls a kubelet makes to start it, and nothing read back after
+  // (our rule for `kubelet run`: the row comes from the pass's own answers; node mode and static
+  // pods read the pod back for their status). Two lists first: the pods the node has already.
+  it('a new pod costs RunPodSandbox, ImageStatus, CreateContainer and StartContainer, with no read-back', async () => {
+    const file = join(fx.dir, 'one.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Pod\nmetadata: { name: one }\nspec:\n  containers: [{ name: main, image: nano:ltsc2022 }]\n');
+    const [result] = await runPods(fx.cri, [file], { cluster: new DirectoryClusterSource(join(examples, 'cluster')), user: requestingUser('alice'), podLogsRoot: join(fx.dir, 'pods') });
+    expect(summarizePodRun(result!).status).to.equal('Running');
+    expect(fx.runtime.calls.filter((c) => c !== 'Version')).to.deep.equal(['ListPodSandbox', 'ListContainers', 'RunPodSandbox', 'ImageStatus', 'CreateContainer', 'StartContainer']);
+  });
+
   // The API server accepts a linux pod; the Windows kubelet's admit handler refuses it
   // (kubernetes v1.34.12 pkg/kubelet/lifecycle/predicate.go): no sandbox, phase Failed.
   it('a pod for linux is admitted by the API and rejected by the kubelet: PodOSNotSupported', async () => {

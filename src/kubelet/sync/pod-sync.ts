@@ -35,6 +35,16 @@ export interface PodSyncEngineOptions {
   readonly now?: () => number;
 }
 
+/** How one sync runs: the decision's options, and whether the pod is read back after it. */
+export interface PodSyncOptions extends PodActionsOptions {
+  /**
+   * Read the pod back from the runtime after a sync that changed it (default true): the result's
+   * `nodePod` and what the back-off holds come from it. `kubelet run`'s single pass reports what
+   * its calls answered and asks for no read-back (our own rule: one pass, no status loop after).
+   */
+  readonly readBack?: boolean;
+}
+
 export interface StartedContainer {
   readonly outcome: ContainerOutcome;
   /** The attempt (restart count) the start was made as. */
@@ -49,7 +59,10 @@ export interface PodSyncResult {
   readonly started: readonly StartedContainer[];
   /** Killing, Pulled, Created, Started, Failed… in the order they happened, then BackOff. */
   readonly events: readonly PodEvent[];
-  /** The pod as the runtime reports it after the sync; undefined when it has no sandbox. */
+  /**
+   * The pod as the runtime reports it after the sync; undefined when it has no sandbox, or when
+   * the sync changed it and `readBack` was false.
+   */
   readonly nodePod: NodePod | undefined;
   /** The containers the back-off holds, with their waiting reason and message, by name. */
   readonly waiting: Readonly<Record<string, ContainerRecord>>;
@@ -113,7 +126,7 @@ export class PodSyncEngine {
   }
 
   /** One sync of `pod`, whose runtime state is `nodePod` (undefined: the runtime has none). */
-  async sync(pod: V1Pod, nodePod: NodePod | undefined, worker: PodWorkerOptions, request: PodActionsOptions = {}): Promise<PodSyncResult> {
+  async sync(pod: V1Pod, nodePod: NodePod | undefined, worker: PodWorkerOptions, request: PodSyncOptions = {}): Promise<PodSyncResult> {
     this.backoff.gc(this.now());
     const actions = computePodActions(pod, nodePod, this.backoff, this.now(), request);
     const events: PodEvent[] = [];
@@ -143,7 +156,8 @@ export class PodSyncEngine {
         started.push(await this.start(pod, action, nodePod.sandboxId, sandboxConfig, worker, events, killed.has(action.container.name)));
       }
     }
-    const after = actions.createSandbox || actions.killPod || started.length > 0 || killed.size > 0 ? await this.readPod(pod.metadata?.uid ?? '') : nodePod;
+    const changed = actions.createSandbox || actions.killPod || started.length > 0 || killed.size > 0;
+    const after = !changed ? nodePod : request.readBack === false ? undefined : await this.readPod(pod.metadata?.uid ?? '');
     const held = this.holding(pod, after, request);
     return { actions, ...(created === undefined ? {} : { created }), started, events: [...events, ...held.events], nodePod: after, waiting: held.waiting };
   }

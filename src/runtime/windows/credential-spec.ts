@@ -34,6 +34,11 @@ export const MAX_CREDENTIAL_SPEC_BYTES = 64 * 1024;
 // Compiled once, when the runtime loads this module.
 const validateCredentialSpecDocument = compileSchema<CredentialSpecDocument>(credentialSpecSchema);
 
+/** Compiles the credential spec schema now rather than at the first gMSA container. */
+export function prepareCredentialSpecValidation(): void {
+  void validateCredentialSpecDocument.validate;
+}
+
 /**
  * Ends every schema-check message: the check and its words are cri-winsim's own (HCS reports an
  * invalid document without naming a field), so the message says so (docs/failure-modes.md).
