@@ -17,10 +17,15 @@
  * renewals (and from the last renewal to the end) per node says whether a lease could have lapsed
  * (node-lifecycle marks a node unreachable once its lease is older than 40 s).
  *
+ * `--nodes 1000,5000` runs both simulators at each size in turn, on the same control plane, and
+ * prints one table; `--rate max` creates the pods as fast as the API server takes them (a bounded
+ * number of creates in flight); `--busy-core` keeps one core busy with a spinning process during
+ * the pod workload (the issue's start-up target is set with one core busy with something else).
+ *
  * With --soak-minutes, cri-winsim alone runs a pod churn for that long instead (node-soak.ts).
  *
- *   node dist/bench/node-scale.js [--nodes 1000] [--pods 10000] [--rate 20] [--skip-kwok]
- *                                 [--cpu-prof DIR] [--soak-minutes M] [--out FILE]
+ *   node dist/bench/node-scale.js [--nodes 1000[,5000]] [--pods 10000] [--rate 20|max] [--busy-core]
+ *                                 [--skip-kwok] [--cpu-prof DIR] [--soak-minutes M] [--out FILE]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -44,11 +49,15 @@ const KWOK = join(toolsBinDir, 'kwok');
 /** Where a run's pods live (deleted with grace 0 after each run). */
 const NAMESPACE = 'default';
 const LEASE_DURATION_S = 40;
+/** Creates in flight with `--rate max`. */
+const MAX_RATE_IN_FLIGHT = 32;
 
 const USAGE = `node dist/bench/node-scale.js [options]
-  --nodes N          simulated nodes per run (default 1000)
+  --nodes N[,N…]     simulated nodes per run (default 1000); a list runs both simulators at each size
   --pods P           pods per run (default 10000)
-  --rate R           pods created per second (default 20)
+  --rate R|max       pods created per second (default 20); max: as fast as the API server takes
+                     them, ${MAX_RATE_IN_FLIGHT} creates in flight
+  --busy-core        a process spinning on one core during the pod workload
   --settle S         seconds to keep watching leases after the last pod is Running (default 30)
   --max-minutes M    bound of each run (default 25): whatever is not Running by then is reported
   --skip-kwok        run cri-winsim only
@@ -65,9 +74,12 @@ const USAGE = `node dist/bench/node-scale.js [options]
                      bench/results/node-soak.json)`;
 
 interface Options {
-  nodes: number;
+  /** Node counts: each one a run of each simulator. */
+  sizes: number[];
   pods: number;
+  /** Pods created per second; Infinity: as fast as the API server takes them. */
   rate: number;
+  busyCore: boolean;
   settleS: number;
   maxMinutes: number;
   kwok: boolean;
@@ -79,6 +91,9 @@ interface Options {
   out: string;
 }
 
+/** One run's options: one size. */
+type RunOptions = Omit<Options, 'sizes'> & { nodes: number };
+
 function options(): Options {
   const { values } = parseArgs({
     options: {
@@ -87,6 +102,7 @@ function options(): Options {
       rate: { type: 'string', default: '20' },
       settle: { type: 'string', default: '30' },
       'max-minutes': { type: 'string', default: '25' },
+      'busy-core': { type: 'boolean', default: false },
       'skip-kwok': { type: 'boolean', default: false },
       'skip-ours': { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
@@ -108,10 +124,13 @@ function options(): Options {
   };
   const soakMinutes = values['soak-minutes'] === undefined ? undefined : positive('soak-minutes', values['soak-minutes']);
   if (soakMinutes !== undefined && values['skip-ours']) throw new Error('--soak-minutes soaks cri-winsim: it cannot be given with --skip-ours');
+  const sizes = values.nodes.split(',').map((n) => Math.floor(positive('nodes', n)));
+  if (soakMinutes !== undefined && sizes.length > 1) throw new Error('--soak-minutes soaks one size: give --nodes one number');
   return {
-    nodes: Math.floor(positive('nodes', values.nodes)),
+    sizes,
     pods: Math.floor(positive('pods', values.pods)),
-    rate: positive('rate', values.rate),
+    rate: values.rate === 'max' ? Infinity : positive('rate', values.rate),
+    busyCore: values['busy-core'],
     settleS: positive('settle', values.settle),
     maxMinutes: positive('max-minutes', values['max-minutes']),
     kwok: !values['skip-kwok'] && soakMinutes === undefined,
@@ -214,6 +233,9 @@ class LeaseWatch {
 
 interface PodWorkload {
   created: number;
+  /** First create → the last create answered, and the creates per second over it. */
+  createdS: number;
+  createdPerSecond: number;
   createErrors: number;
   running: number;
   /** First create → last pod seen Running. */
@@ -261,25 +283,31 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
   let createErrors = 0;
   const start = Date.now();
   const creates: Promise<void>[] = [];
+  const inFlight = new Set<Promise<void>>();
   for (let i = 0; i < count && Date.now() < deadline; i++) {
-    const due = start + (i * 1000) / rate;
-    const wait = due - Date.now();
-    if (wait > 0) await sleep(wait);
+    if (Number.isFinite(rate)) {
+      const due = start + (i * 1000) / rate;
+      const wait = due - Date.now();
+      if (wait > 0) await sleep(wait);
+    } else if (inFlight.size >= MAX_RATE_IN_FLIGHT) {
+      await Promise.race(inFlight);
+    }
     const name = `${run}-${i}`;
     sentAt.set(name, Date.now());
-    creates.push(
-      api.request('POST', `/api/v1/namespaces/${NAMESPACE}/pods`, template(name)).then(
-        () => undefined,
-        (err: unknown) => {
-          createErrors++;
-          sentAt.delete(name);
-          if (createErrors <= 5) log(`create ${name}: ${(err as Error).message}`);
-        },
-      ),
-    );
+    const create: Promise<void> = api.request('POST', `/api/v1/namespaces/${NAMESPACE}/pods`, template(name)).then(
+      () => undefined,
+      (err: unknown) => {
+        createErrors++;
+        sentAt.delete(name);
+        if (createErrors <= 5) log(`create ${name}: ${(err as Error).message}`);
+      },
+    ).finally(() => inFlight.delete(create));
+    inFlight.add(create);
+    creates.push(create);
     if (i > 0 && i % 1000 === 0) log(`${i} pods created, ${runningAt.size} Running`);
   }
   await Promise.all(creates);
+  const createdAt = Date.now();
   const expected = sentAt.size;
   if (runningAt.size < expected) {
     log(`all ${expected} pods created; waiting for them to be Running (${runningAt.size} so far)`);
@@ -303,8 +331,11 @@ async function podWorkload(api: ApiClient, run: string, count: number, rate: num
     p99ByThousandS.push(percentile(slice.sort((a, b) => a - b), 99));
   }
   const spanS = (last - start) / 1000;
+  const createdS = (createdAt - start) / 1000;
   return {
     created: expected,
+    createdS,
+    createdPerSecond: expected / createdS,
     createErrors,
     running: runningAt.size,
     spanS,
@@ -468,7 +499,14 @@ interface Simulator {
  * settle time and the figures; whatever happens, the process is stopped and its pods, Nodes and
  * Leases are deleted.
  */
-async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Promise<RunResult> {
+/** A process that keeps one core busy until killed (`--busy-core`). */
+function busyCore(): ChildProcess {
+  const child = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  child.unref();
+  return child;
+}
+
+async function runSimulator(api: ApiClient, opts: RunOptions, sim: Simulator): Promise<RunResult> {
   const load0 = loadavg();
   const requests0 = await requestCounts(api);
   const names = new Set(Array.from({ length: opts.nodes }, (_, i) => `${sim.nodePrefix}-${i + 1}`));
@@ -517,7 +555,13 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
       const figures = await endFigures();
       return { ...figures, cpuSeconds: cpuSecondsOf(child.pid!), soak: result };
     }
-    const pods = await podWorkload(api, sim.run, opts.pods, opts.rate, (name) => sim.pod(name), names, deadline);
+    const spinner = opts.busyCore ? busyCore() : undefined;
+    let pods: PodWorkload;
+    try {
+      pods = await podWorkload(api, sim.run, opts.pods, opts.rate, (name) => sim.pod(name), names, deadline);
+    } finally {
+      spinner?.kill('SIGKILL');
+    }
     log(`${sim.name}: ${pods.running}/${pods.created} Running, ${pods.runningPerSecond.toFixed(1)}/s, p99 ${pods.latencyS.p99.toFixed(2)} s; settling ${opts.settleS} s`);
     await sleep(opts.settleS * 1000);
     const rssLoaded = rssOf(child.pid!);
@@ -538,7 +582,7 @@ async function runSimulator(api: ApiClient, opts: Options, sim: Simulator): Prom
   }
 }
 
-function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
+function runOurs(cp: ControlPlane, api: ApiClient, opts: RunOptions, work: string): Promise<RunResult> {
   const prefix = 'win';
   const nodeFlags = opts.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProf];
   return runSimulator(api, opts, {
@@ -554,7 +598,7 @@ function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
       return spawnUntil(
         process.execPath,
         // The node flags the `cri-winsim` launcher adds (src/tuning/node-flags.ts), as a user's process has them.
-        [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, 'ours'), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
+        [...nodeFlags, ...NODE_FLAGS, CLI, 'node', '--kubeconfig', cp.adminKubeconfig, '--nodes', String(opts.nodes), '--node-name-prefix', prefix, '--state-dir', join(work, `ours-${opts.nodes}`), '--port', '0', '--log-level', 'warn', ...opts.nodeArgs],
         // The ready line is logged at info; with --log-level warn the bench waits for the Nodes instead.
         undefined,
         60_000,
@@ -569,7 +613,7 @@ function runOurs(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
   });
 }
 
-function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string): Promise<RunResult> {
+function runKwok(cp: ControlPlane, api: ApiClient, opts: RunOptions, work: string): Promise<RunResult> {
   return runSimulator(api, opts, {
     name: 'kwok',
     run: 'kwok',
@@ -579,7 +623,7 @@ function runKwok(cp: ControlPlane, api: ApiClient, opts: Options, work: string):
     processName: 'kwok',
     stopGraceMs: 10_000,
     start: () => {
-      const home = join(work, 'kwok-home');
+      const home = join(work, `kwok-home-${opts.nodes}`);
       mkdirSync(home, { recursive: true });
       log(`kwok: starting; creating ${opts.nodes} Nodes`);
       // kwok's own HOME so it reads no ~/.kwok/kwok.yaml; no stages given: its default ones (node-initialize,
@@ -626,7 +670,8 @@ function table(results: readonly RunResult[]): string {
     ['CPU time of the process (at idle, 5 s after Ready)', (r) => `${r.cpuSeconds.toFixed(1)} s (${r.cpuSecondsAtIdle.toFixed(1)} s)`],
     ['CPU per Running pod: whole run; after Ready', (r) => `${ms(r.cpuPerRunningPodMs)}; ${ms(r.cpuPerRunningPodAfterReadyMs)}`],
     ['pods Running / created', pods((p) => `${p.running} / ${p.created}${p.createErrors > 0 ? ` (${p.createErrors} create errors)` : ''}`)],
-    ['pods Running per second', pods((p) => p.runningPerSecond.toFixed(2))],
+    ['pods created per second (all created after)', pods((p) => `${p.createdPerSecond.toFixed(1)} (${p.createdS.toFixed(1)} s)`)],
+    ['pods Running per second (all Running after)', pods((p) => `${p.runningPerSecond.toFixed(2)} (${p.spanS.toFixed(1)} s)`)],
     ['start-up p50 / p99 / max', pods((p) => `${p.latencyS.p50.toFixed(2)} / ${p.latencyS.p99.toFixed(2)} / ${p.latencyS.max.toFixed(2)} s`)],
     ['p99 per thousand pods, in creation order', pods((p) => p.p99ByThousandS.map((v) => v.toFixed(1)).join(' '))],
     ['pods on a node not of the run', (r) => String(r.pods?.misplaced ?? r.soak?.misplaced)],
@@ -641,49 +686,75 @@ function table(results: readonly RunResult[]): string {
     ['lease: nodes lapsed (> 40 s) / never renewed', (r) => `${r.leases.lapsed} / ${r.leases.neverRenewed}`],
     ['load average start → end', (r) => `${r.loadAverage.start[0]!.toFixed(1)} → ${r.loadAverage.end[0]!.toFixed(1)}`],
   ];
-  const header = `| | ${results.map((r) => r.simulator).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|`;
+  const header = `| | ${results.map((r) => `${r.simulator}, ${r.nodes} nodes`).join(' | ')} |\n|---|${results.map(() => '---').join('|')}|`;
   // Rows that say nothing of these runs (the soak's in a plain run, the pods' in a soak) are left out.
   const lines = rows.map(([label, f]) => [label, results.map(f)] as const).filter(([, cells]) => cells.some((c) => c !== '–'));
   return `${header}\n${lines.map(([label, cells]) => `| ${label} | ${cells.join(' | ')} |`).join('\n')}`;
 }
 
-async function main(): Promise<void> {
-  const opts = options();
-  log(`node-scale: ${opts.nodes} nodes, ${opts.pods} pods at ${opts.rate}/s${opts.soakMinutes === undefined ? '' : `, a soak of ${opts.soakMinutes} min`}; ${cpus().length} CPUs`);
-  const work = await mkdtemp(join(tmpdir(), 'cri-winsim-node-scale-'));
-  // No node tokens: both simulators use the admin's kubeconfig.
-  const cp = await startControlPlane({ nodeNames: [], name: 'node-scale', apiServerArgs: ['--max-requests-inflight', '800', '--max-mutating-requests-inflight', '400'] });
-  const api = await ApiClient.load({ kubeconfig: cp.adminKubeconfig });
-  const results: RunResult[] = [];
-  try {
-    if (opts.ours) results.push(await runOurs(cp, api, opts, work));
-    if (opts.kwok) results.push(await runKwok(cp, api, opts, work));
-  } finally {
-    api.close();
-    await cp.stop();
-    await rm(work, { recursive: true, force: true });
+/** What the issue asks of one size, from the two runs at it (kwok's absent with --skip-kwok). */
+function targetsOf(ours: RunResult | undefined, kwok: RunResult | undefined, opts: RunOptions): Record<string, unknown> | undefined {
+  if (ours === undefined) return undefined;
+  const leasesNeverLapse = ours.leases.lapsed === 0 && ours.leases.neverRenewed === 0;
+  if (ours.soak !== undefined) {
+    const lost = ours.soak.lost;
+    return { leasesNeverLapse, nothingLost: lost.neverRunning + lost.notGone + lost.startedEventMissing + lost.killingEventMissing === 0 };
   }
-  const ours = results.find((r) => r.simulator === 'cri-winsim');
-  const kwok = results.find((r) => r.simulator === 'kwok');
-  const targets = ours === undefined ? undefined : ours.soak !== undefined ? {
-    leasesNeverLapse: ours.leases.lapsed === 0 && ours.leases.neverRenewed === 0,
-    nothingLost: ours.soak.lost.neverRunning + ours.soak.lost.notGone + ours.soak.lost.startedEventMissing + ours.soak.lost.killingEventMissing === 0,
-  } : ours.pods === undefined ? undefined : {
-    leasesNeverLapse: ours.leases.lapsed === 0 && ours.leases.neverRenewed === 0,
+  if (ours.pods === undefined) return undefined;
+  return {
+    nodes: opts.nodes,
+    readyS: ours.registerS,
+    readyUnder60s: ours.registerS < 60,
+    leasesNeverLapse,
     allPodsRunning: ours.pods.running === opts.pods,
+    startupP99S: ours.pods.latencyS.p99,
     startupP99AtMost5s: ours.pods.latencyS.p99 <= 5,
     ...(kwok?.pods === undefined ? {} : {
+      readyVsKwok: ours.registerS / kwok.registerS,
+      allRunningTimeVsKwok: ours.pods.spanS / kwok.pods.spanS,
+      allRunningWithin1_5xKwok: ours.pods.spanS <= 1.5 * kwok.pods.spanS,
       runningPerSecondVsKwok: ours.pods.runningPerSecond / kwok.pods.runningPerSecond,
-      runningPerSecondAtLeastHalfOfKwok: ours.pods.runningPerSecond / kwok.pods.runningPerSecond >= 0.5,
       memoryPerNodeVsKwok: ours.rssPerNodeBytes / kwok.rssPerNodeBytes,
       cpuPerRunningPodVsKwok: (ours.cpuPerRunningPodMs ?? NaN) / (kwok.cpuPerRunningPodMs ?? NaN),
       cpuPerRunningPodAtMostKwoks: (ours.cpuPerRunningPodMs ?? Infinity) <= (kwok.cpuPerRunningPodMs ?? 0),
     }),
   };
-  const report = { when: new Date().toISOString(), cpus: cpus().length, options: { nodes: opts.nodes, pods: opts.pods, rate: opts.rate, nodeArgs: opts.nodeArgs, ...(opts.soakMinutes === undefined ? {} : { soakMinutes: opts.soakMinutes }) }, results, targets };
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const rate = Number.isFinite(opts.rate) ? `${opts.rate}/s` : `the API server's pace (${MAX_RATE_IN_FLIGHT} in flight)`;
+  log(`node-scale: ${opts.sizes.join(' and ')} nodes, ${opts.pods} pods at ${rate}${opts.busyCore ? ', one core kept busy' : ''}${opts.soakMinutes === undefined ? '' : `, a soak of ${opts.soakMinutes} min`}; ${cpus().length} CPUs`);
+  const work = await mkdtemp(join(tmpdir(), 'cri-winsim-node-scale-'));
+  // No node tokens: both simulators use the admin's kubeconfig.
+  const cp = await startControlPlane({ nodeNames: [], name: 'node-scale', apiServerArgs: ['--max-requests-inflight', '800', '--max-mutating-requests-inflight', '400'] });
+  const api = await ApiClient.load({ kubeconfig: cp.adminKubeconfig });
+  const results: RunResult[] = [];
+  const targets: Record<string, unknown>[] = [];
+  try {
+    for (const nodes of opts.sizes) {
+      const run: RunOptions = { ...opts, nodes };
+      const ours = opts.ours ? await runOurs(cp, api, run, work) : undefined;
+      const kwok = opts.kwok ? await runKwok(cp, api, run, work) : undefined;
+      for (const r of [ours, kwok]) if (r !== undefined) results.push(r);
+      const t = targetsOf(ours, kwok, run);
+      if (t !== undefined) targets.push(t);
+    }
+  } finally {
+    api.close();
+    await cp.stop();
+    await rm(work, { recursive: true, force: true });
+  }
+  const report = {
+    when: new Date().toISOString(),
+    cpus: cpus().length,
+    options: { sizes: opts.sizes, pods: opts.pods, rate: Number.isFinite(opts.rate) ? opts.rate : 'max', busyCore: opts.busyCore, nodeArgs: opts.nodeArgs, ...(opts.soakMinutes === undefined ? {} : { soakMinutes: opts.soakMinutes }) },
+    results,
+    targets,
+  };
   mkdirSync(dirname(opts.out), { recursive: true });
   writeFileSync(opts.out, `${JSON.stringify(report, null, 2)}\n`);
-  for (const r of results) process.stdout.write(`\n${r.simulator}: API requests during the run ${JSON.stringify(r.apiRequests)}`);
+  for (const r of results) process.stdout.write(`\n${r.simulator} (${r.nodes} nodes): API requests during the run ${JSON.stringify(r.apiRequests)}`);
   process.stdout.write(`\n\n${table(results)}\n\n${JSON.stringify(targets, null, 2)}\nresults: ${opts.out}\n`);
 }
 

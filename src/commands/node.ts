@@ -204,8 +204,20 @@ async function startKubelets(api: ApiClient, plans: readonly NodePlan[], options
       });
       kubelets.push(kubelet);
     }
-    // Registration in batches, so a thousand nodes do not open a thousand requests at once.
-    for (let i = 0; i < kubelets.length; i += 50) await Promise.all(kubelets.slice(i, i + 50).map((k) => k.start()));
+    // Registration with at most 50 under way, so a thousand nodes do not open a thousand requests
+    // at once; each one done lets the next begin (no batch waits for its slowest). After a failure
+    // no further node begins.
+    let next = 0;
+    let failed = false;
+    const registrar = async (): Promise<void> => {
+      while (!failed && next < kubelets.length) {
+        await kubelets[next++]!.start().catch((err: unknown) => {
+          failed = true;
+          throw err;
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(50, kubelets.length) }, registrar));
     await informer.start();
     nodeWatch.start();
   } catch (err) {

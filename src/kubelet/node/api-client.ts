@@ -104,7 +104,8 @@ export class ApiClient implements ApiRequester {
     this.agent.destroy();
   }
 
-  private send(method: string, path: string, body: unknown, contentType: string | undefined, signal?: AbortSignal): Promise<http.IncomingMessage> {
+  /** `watchSignal`: the request is a watch, ended by that signal (or the server) and never idle-timed. */
+  private send(method: string, path: string, body: unknown, contentType: string | undefined, watchSignal?: AbortSignal): Promise<http.IncomingMessage> {
     const url = new URL(path, this.server);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: http.OutgoingHttpHeaders = { ...(this.requestOptions.headers as http.OutgoingHttpHeaders), Accept: 'application/json' };
@@ -114,12 +115,14 @@ export class ApiClient implements ApiRequester {
     }
     const module = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = module.request(url, { method, headers, agent: this.agent, ...(signal === undefined ? {} : { signal }) }, resolve);
+      const req = module.request(url, { method, headers, agent: this.agent, ...(watchSignal === undefined ? {} : { signal: watchSignal }) }, resolve);
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err.name === 'AbortError') reject(err);
         else reject(new ApiUnreachableError(`cannot reach the API server of ${this.description}: ${err.message}`));
       });
-      req.setTimeout(requestTimeoutMs, () => req.destroy(new Error(`no answer within ${requestTimeoutMs / 1000} s`)));
+      // A watch may be quiet for longer (no change, bookmarks a minute apart): client-go sets no
+      // timeout on it either; the server ends it after its timeoutSeconds.
+      if (watchSignal === undefined) req.setTimeout(requestTimeoutMs, () => req.destroy(new Error(`no answer within ${requestTimeoutMs / 1000} s`)));
       req.end(payload);
     });
   }

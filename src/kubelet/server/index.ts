@@ -114,19 +114,17 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
   const clientCa = options.clientCaFile === undefined ? undefined : await readPemFile('--client-ca-file', options.clientCaFile, 'certificate');
   const authOptions = { ...options, clientCertificates: clientCa !== undefined };
   AuthFilter.check(authOptions);
-  let cert: string;
-  let key: string;
-  if (options.tlsCertFile !== undefined && options.tlsPrivateKeyFile !== undefined) {
-    cert = await readPemFile('--tls-cert-file', options.tlsCertFile, 'certificate');
-    key = await readPemFile('--tls-private-key-file', options.tlsPrivateKeyFile, 'private key');
-  } else {
-    ({ cert, key } = await selfSignedServingCertificate(options.nodeName, [address]));
-  }
+  // The files the user named are read now, so that a bad one stops the start; the kubelet's own
+  // certificate is made with the rest of what serves, at the first connection.
+  const files = options.tlsCertFile !== undefined && options.tlsPrivateKeyFile !== undefined
+    ? { cert: await readPemFile('--tls-cert-file', options.tlsCertFile, 'certificate'), key: await readPemFile('--tls-private-key-file', options.tlsPrivateKeyFile, 'private key') }
+    : undefined;
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
   const nodeStartTime = options.nodeStartTime ?? new Date();
   // What serves a connection, made on the first one: a node of a thousand nobody connects to
-  // holds its listening socket and its certificate only.
-  const serving = (): Serving => {
+  // holds its listening socket only (a certificate costs milliseconds of CPU in JavaScript's ASN.1).
+  const serving = async (): Promise<Serving> => {
+    const { cert, key } = files ?? (await selfSignedServingCertificate(options.nodeName, [address]));
     const ctx: RouteContext = {
       nodeName: options.nodeName,
       cri: options.cri,
@@ -167,16 +165,34 @@ class HttpsKubeletServer implements KubeletServer {
   private readonly upgraded = new Set<Duplex>();
   private readonly listener: NetServer;
   private serving: Serving | undefined;
+  private making: Promise<Serving> | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly log: Logger, private readonly makeServing: () => Serving) {
-    this.listener = createNetServer((socket) => this.https().emit('connection', socket));
+  constructor(private readonly log: Logger, private readonly makeServing: () => Promise<Serving>) {
+    // Connections arrive paused: one that comes while the HTTPS server is being made is handed to
+    // it afterwards with nothing read from it yet.
+    this.listener = createNetServer({ pauseOnConnect: true }, (socket) => {
+      if (this.serving !== undefined) {
+        this.serving.server.emit('connection', socket);
+        return;
+      }
+      this.https().then(
+        (server) => (this.closing === undefined ? server.emit('connection', socket) : socket.destroy()),
+        (err: unknown) => {
+          this.log.error({ err }, 'cannot serve: making the serving certificate failed');
+          socket.destroy();
+        },
+      );
+    });
   }
 
   /** The HTTPS server behind the listener, made on the first connection. */
-  private https(): Server {
-    if (this.serving !== undefined) return this.serving.server;
-    const serving = this.makeServing();
+  private https(): Promise<Server> {
+    this.making ??= this.makeServing().then((serving) => this.serve(serving));
+    return this.making.then((serving) => serving.server);
+  }
+
+  private serve(serving: Serving): Serving {
     const { server, ctx } = serving;
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       void this.handle(serving, req, res);
@@ -195,7 +211,7 @@ class HttpsKubeletServer implements KubeletServer {
     // what starts its tracking of connections, for the headers timeout and closeAllConnections.
     server.emit('listening');
     this.serving = serving;
-    return server;
+    return serving;
   }
 
   async listen(address: string, port: number): Promise<this> {
@@ -217,12 +233,13 @@ class HttpsKubeletServer implements KubeletServer {
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
       this.listener.close(() => resolve());
-      const server = this.serving?.server;
-      if (server !== undefined) {
-        // Not listening itself: close() stops its connection tracking and idle connections.
+      // Not listening itself: close() stops its connection tracking and idle connections.
+      const stop = (server: Server): void => {
         server.close(() => undefined);
         server.closeAllConnections();
-      }
+      };
+      if (this.serving !== undefined) stop(this.serving.server);
+      else void this.making?.then((serving) => stop(serving.server), () => undefined);
       for (const socket of this.upgraded) socket.destroy();
     });
     return this.closing;

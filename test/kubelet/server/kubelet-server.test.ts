@@ -115,6 +115,20 @@ describe('kubelet HTTPS server (against the cri-winsim runtime)', function () {
       }
     });
 
+    // The certificate and the HTTPS server are made at the first connection (a node nobody
+    // connects to holds its listening socket only); connections that arrive meanwhile wait, with
+    // nothing read from them, and all are served with the one certificate.
+    it('serves the connections that arrive while its certificate is being made, with one certificate', async () => {
+      const open = await startKubeletServer({ port: 0, nodeName: NODE, cri, pods: () => pods, anonymousAuth: true, authorizationMode: 'AlwaysAllow' });
+      try {
+        const answers = await Promise.all(Array.from({ length: 5 }, () => kubeletRequest(open.port, '/healthz')));
+        expect(answers.map((r) => [r.status, r.body])).to.deep.equal(Array.from({ length: 5 }, () => [200, 'ok']));
+        expect(new Set(answers.map((r) => r.peer.fingerprint256)).size).to.equal(1);
+      } finally {
+        await open.close();
+      }
+    });
+
     it('refuses to start without any authentication method, on a non-loopback address, or Webhook without a client', async () => {
       const base = { port: 0, nodeName: NODE, cri, pods: () => pods };
       const failure = async (p: Promise<unknown>): Promise<string> => p.then(() => 'started', (err: Error) => err.message);
