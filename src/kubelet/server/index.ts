@@ -188,7 +188,14 @@ class HttpsKubeletServer implements KubeletServer {
 
   /** The HTTPS server behind the listener, made on the first connection. */
   private https(): Promise<Server> {
-    this.making ??= this.makeServing().then((serving) => this.serve(serving));
+    // A failure (the certificate could not be made) is tried again at the next connection.
+    this.making ??= this.makeServing().then(
+      (serving) => this.serve(serving),
+      (err: unknown) => {
+        this.making = undefined;
+        throw err;
+      },
+    );
     return this.making.then((serving) => serving.server);
   }
 
