@@ -41,12 +41,10 @@ export async function prepareWindowsStart(ctx: RuntimeContext, container: Contai
 async function prepareBackendStart(ctx: RuntimeContext, container: ContainerRecord, cleanup: CleanupStack, progress: { step: StartStep; failureReason?: string }): Promise<void> {
   const { windows } = ctx;
   const id = container.id;
-  // The KEP: the credential spec is deleted once StartContainer is done, started or not. Once HCS
-  // has read it, it is removed while the log file opens; `cleanup` waits for that.
-  // Assigned once, after the cleanup step that reads it is declared.
-  // eslint-disable-next-line prefer-const
-  let released: Promise<void> | undefined;
-  cleanup.always('remove the credential spec', () => released ?? releaseCredentialSpecAfterStart(ctx, container));
+  // The KEP: the credential spec is deleted once StartContainer is done, started or not; after
+  // the start's state is durable (container-start.ts), so that a runtime killed in between
+  // never reloads a CREATED container whose spec is gone.
+  cleanup.always('remove the credential spec', () => releaseCredentialSpecAfterStart(ctx, container));
   checkImageBuild(ctx, container);
   progress.step = 'hand-off';
   windows.checkFault('credential-spec-read', id);
@@ -73,7 +71,6 @@ async function prepareBackendStart(ctx: RuntimeContext, container: ContainerReco
   container.user = decision.identity.userName;
   progress.step = 'process';
   windows.checkFault('process-start', id);
-  released = releaseCredentialSpecAfterStart(ctx, container);
 }
 
 /** The isolation a Windows container runs under: its sandbox's runtime handler's. */

@@ -67,6 +67,8 @@ export async function startContainer(ctx: RuntimeContext, req: StartContainerReq
     // Before any await: a process that exits at once must not have its STOPPED event first.
     ctx.logger.info({ containerId: container.id }, 'container started');
     publishEvent(ctx, container.id, container.sandboxId, ContainerEventType.STARTED);
+    // RUNNING is durable before what follows the start (the credential spec's removal) is done.
+    await ctx.committed();
     await cleanup.done(ctx.logger);
   } catch (err) {
     await cleanup.unwind(ctx.logger, err);

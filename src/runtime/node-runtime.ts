@@ -274,6 +274,7 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         logFiles: options.logFiles ?? new LogFileHandles(undefined, load.tidyUp),
         onLogError: (err, path) => logger.warn({ err, logPath: path }, 'writing the container log failed'),
         onContainerExit: (container, exit) => handleContainerExit(ctx, container, exit),
+        committed: () => db?.committed() ?? Promise.resolve(),
         nextHostPid: () => ++hostPid,
         hasEventListeners: () => listeners.size > 0,
         publish: (event) => {
@@ -290,8 +291,10 @@ export class NodeRuntime extends rpcServerClass(RUNTIME_RPCS) implements CriRunt
         try {
           const report = await recoverState(ctx, db, options.simulateReboot === true);
           hostPid = Math.max(hostPid, report.maxHostPid);
-          // The sweep keeps the credential specs the reloaded containers still name.
-          const swept = await windows.handoff.sweep([...ctx.containers.all()].map((c) => c.securityOptions));
+          // The sweep keeps the credential specs the reloaded containers that never started still
+          // name (a started one never reads its spec again: one killed before its removal leaves
+          // it behind; after a simulated reboot a never-started container is EXITED and keeps it).
+          const swept = await windows.handoff.sweep([...ctx.containers.all()].filter((c) => c.status.startedAtNanos === 0n).map((c) => c.securityOptions));
           const sweptLogDirectories = await sweepRuntimeLogDirectories(ctx);
           logger.info(
             { images: report.images, domainGeneration: report.domainGeneration, sandboxes: report.sandboxes, containers: report.containers, resumed: report.resumed, hostPorts: report.hostPorts, hostPortFailures: report.hostPortFailures, skipped: report.skipped.length, sweptCredentialSpecs: swept.length, sweptLogDirectories, podCidr: ctx.network.podIps.range, reboot: options.simulateReboot === true },

@@ -83,6 +83,8 @@ export interface RuntimeContext {
   readonly onLogError: (err: Error, path: string) => void;
   /** Told when a container's init process exited (one handler for the runtime's containers). */
   readonly onContainerExit: (container: ContainerRecord, exit: ProcessExit) => Promise<void>;
+  /** Settles once every change made so far is durable (at once for a runtime without a store). */
+  committed(): Promise<void>;
   /** Simulated host pids for sandbox and container init processes. */
   nextHostPid(): number;
   /** Publishes a GetContainerEvents event. */
